@@ -1,0 +1,126 @@
+/*
+ * wheel.h - a hierarchical timing wheel with 1 ms slots, in virtual time.
+ *
+ * The wheel knows nothing of threads or clocks. Time is an unsigned 64-bit
+ * count of ticks (milliseconds) that the owner advances with wheel_expire().
+ * Entries are intrusive: the owner embeds a struct wheel_entry in its own
+ * object, so the wheel never allocates. Nothing here is thread-safe: one
+ * owner calls everything.
+ *
+ * Guarantees (see wheel.c for how they are kept):
+ *  - exact: an entry due at tick T is handed out by the expire call that
+ *    reaches T, never earlier, never later; an entry added with a due time at
+ *    or before the current tick is due at the next tick;
+ *  - stable: entries due in the same tick come out in the order in which they
+ *    were last added or rescheduled;
+ *  - re-entrant: between two wheel_expire() calls of one advance the owner may
+ *    add, remove or reschedule any entry, the one in hand included;
+ *  - O(1) add, remove and reschedule, by relinking; expiry and cascading cost
+ *    work proportional to occupied slots and entries, not to ticks elapsed,
+ *    and cascading of a crowded slot is spread over the ticks before it.
+ *
+ * Time must stay below 2^64 - 2^42 ticks (half a billion years of ms); due
+ * times may be anything up to UINT64_MAX and never fire early.
+ */
+#ifndef TICKWHEEL_WHEEL_H
+#define TICKWHEEL_WHEEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+	WHEEL_LEVEL_BITS = 5, /* each level's slots are 32 times wider */
+	WHEEL_SLOTS = 64,     /* per level: two windows of the level above */
+	WHEEL_LEVELS = 8,     /* covers 2^(5 * 7 + 6) = 2^41 ticks */
+};
+
+struct wheel_link {
+	struct wheel_link *next, *prev;
+};
+
+struct wheel_slot {
+	struct wheel_link head; /* circular list, oldest first */
+	uint32_t count;
+	uint16_t level, index; /* where the slot sits, to clear its bit */
+};
+
+/* Embed in the owner's object; 32 bytes. Treat the fields as private. */
+struct wheel_entry {
+	struct wheel_link link;
+	uint64_t due;            /* the tick it will be handed out at */
+	struct wheel_slot *slot; /* NULL while not in the wheel */
+};
+
+struct wheel {
+	uint64_t now;       /* every entry due at or before now was handed out */
+	uint64_t drain_due; /* no level above 0 needs work before this tick */
+	size_t count;
+	uint64_t occupied[WHEEL_LEVELS];  /* bit i: slot i is not empty */
+	uint64_t draining[WHEEL_LEVELS];  /* start of the window being cascaded, or 0 */
+	uint64_t level_due[WHEEL_LEVELS]; /* next tick at which the level needs work */
+	uint64_t limit[WHEEL_LEVELS];     /* entries due before limit[L] go to level <= L */
+	struct wheel_link held;           /* set aside from the top slot being moved: due later */
+	struct wheel_slot slot[WHEEL_LEVELS][WHEEL_SLOTS];
+};
+
+/* Starts an empty wheel whose current tick is now. */
+void wheel_init(struct wheel *w, uint64_t now);
+
+/* Marks an entry as not in any wheel. Call once before its first add. */
+static inline void wheel_entry_init(struct wheel_entry *e)
+{
+	e->slot = NULL;
+}
+
+static inline bool wheel_entry_pending(const struct wheel_entry *e)
+{
+	return e->slot != NULL;
+}
+
+/* The tick at which a pending entry will be handed out (or was, once out). */
+static inline uint64_t wheel_entry_due(const struct wheel_entry *e)
+{
+	return e->due;
+}
+
+static inline uint64_t wheel_now(const struct wheel *w)
+{
+	return w->now;
+}
+
+static inline size_t wheel_count(const struct wheel *w)
+{
+	return w->count;
+}
+
+/* Files e, which must not be pending, to be handed out at tick due
+ * (or at now + 1 if due <= now). */
+void wheel_add(struct wheel *w, struct wheel_entry *e, uint64_t due);
+
+/* Takes e, which must be pending, out of the wheel. */
+void wheel_remove(struct wheel *w, struct wheel_entry *e);
+
+/* Moves e, pending or not, to tick due; it then counts as last added. */
+void wheel_reschedule(struct wheel *w, struct wheel_entry *e, uint64_t due);
+
+/*
+ * Advances the wheel towards tick target and hands out the next due entry,
+ * already taken out of the wheel (no longer pending), or NULL once every entry
+ * due at or before target has been handed out. Call it in a loop; wheel_now()
+ * tells the tick of the entry in hand. A target behind the current tick does
+ * not move time back.
+ */
+struct wheel_entry *wheel_expire(struct wheel *w, uint64_t target);
+
+/*
+ * The earliest tick at which wheel_expire() may have something to do: never
+ * later than the first due entry, possibly earlier (a crowded slot that must
+ * cascade). UINT64_MAX when the wheel is empty. O(levels).
+ */
+uint64_t wheel_next_expiry(const struct wheel *w);
+
+/* Checks every invariant; O(entries). For tests. */
+bool wheel_check(const struct wheel *w);
+
+#endif
