@@ -1,0 +1,380 @@
+/*
+ * engine_test_support.h - helpers shared by the engine test suites.
+ *
+ * The suites use the public API only. Timing is driven by the manual clock:
+ * time moves only by tw_advance(), which returns once the due firings are
+ * handed to executors, and tw_quiesce() then waits for the runs to return.
+ *
+ * Callbacks run on executor threads, where Criterion's assertions must not be
+ * used: callbacks record what they see in atomics and the test thread asserts.
+ * A callback that must block waits on a gate the test opens; every wait has a
+ * generous limit so that a broken engine fails a test instead of hanging it.
+ */
+#ifndef TICKWHEEL_TESTS_ENGINE_TEST_SUPPORT_H
+#define TICKWHEEL_TESTS_ENGINE_TEST_SUPPORT_H
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tickwheel.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+/* A leak reported when the worker exits does not fail a Criterion test. */
+#define assert_no_leaks() cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "leaks found")
+#else
+#define assert_no_leaks() ((void)0)
+#endif
+
+#define NS_PER_MS UINT64_C(1000000)
+
+/* How long a test waits for something that must happen "soon" before it
+ * declares failure: long enough for a slow, loaded machine. */
+enum { WAIT_LIMIT_MS = 10000 };
+
+static inline uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+	}
+}
+
+/* ---- engines ---- */
+
+/* A config for the manual clock with `executors` executor threads. */
+static inline tw_config manual_config(unsigned executors)
+{
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.manual_clock = true;
+	cfg.executors = executors;
+	return cfg;
+}
+
+static inline tw_engine *engine_new(const tw_config *cfg)
+{
+	tw_engine *e = NULL;
+	int rc = tw_engine_create(cfg, &e);
+	cr_assert_eq(rc, TW_OK, "tw_engine_create: %s", tw_strerror(rc));
+	cr_assert_not_null(e);
+	return e;
+}
+
+static inline tw_engine *manual_engine(unsigned executors)
+{
+	tw_config cfg = manual_config(executors);
+	return engine_new(&cfg);
+}
+
+/* Advances the manual clock and waits until the runs it started returned. */
+static inline void step(tw_engine *e, uint64_t ms)
+{
+	int rc = tw_advance(e, ms);
+	cr_assert_eq(rc, TW_OK, "tw_advance(%" PRIu64 "): %s", ms, tw_strerror(rc));
+	rc = tw_quiesce(e);
+	cr_assert_eq(rc, TW_OK, "tw_quiesce: %s", tw_strerror(rc));
+}
+
+/* Advances only: the runs may still be going when it returns. */
+static inline void advance(tw_engine *e, uint64_t ms)
+{
+	int rc = tw_advance(e, ms);
+	cr_assert_eq(rc, TW_OK, "tw_advance(%" PRIu64 "): %s", ms, tw_strerror(rc));
+}
+
+static inline void quiesce(tw_engine *e)
+{
+	int rc = tw_quiesce(e);
+	cr_assert_eq(rc, TW_OK, "tw_quiesce: %s", tw_strerror(rc));
+}
+
+/* ---- tasks ---- */
+
+static inline tw_task_spec spec_of(uint64_t delay_ms, uint64_t period_ms, tw_callback cb, void *arg)
+{
+	tw_task_spec spec;
+	memset(&spec, 0, sizeof spec);
+	spec.delay_ms = delay_ms;
+	spec.period_ms = period_ms;
+	spec.callback = cb;
+	spec.arg = arg;
+	return spec;
+}
+
+static inline tw_id add_spec(tw_engine *e, const tw_task_spec *spec)
+{
+	tw_id id = 0;
+	int rc = tw_add(e, spec, &id);
+	cr_assert_eq(rc, TW_OK, "tw_add: %s", tw_strerror(rc));
+	cr_assert_neq(id, 0, "tw_add returned id 0");
+	return id;
+}
+
+static inline tw_id add_task(tw_engine *e, uint64_t delay_ms, uint64_t period_ms, tw_callback cb,
+			     void *arg)
+{
+	tw_task_spec spec = spec_of(delay_ms, period_ms, cb, arg);
+	return add_spec(e, &spec);
+}
+
+static inline tw_task_info info_of(tw_engine *e, tw_id id)
+{
+	tw_task_info info;
+	memset(&info, 0xa5, sizeof info);
+	int rc = tw_get(e, id, &info);
+	cr_assert_eq(rc, TW_OK, "tw_get(%" PRIu64 "): %s", id, tw_strerror(rc));
+	return info;
+}
+
+static inline tw_engine_stats stats_of(tw_engine *e)
+{
+	tw_engine_stats stats;
+	memset(&stats, 0xa5, sizeof stats);
+	int rc = tw_stats(e, &stats);
+	cr_assert_eq(rc, TW_OK, "tw_stats: %s", tw_strerror(rc));
+	return stats;
+}
+
+static inline uint64_t info_skips(const tw_task_info *info)
+{
+	return info->skipped_overlap + info->skipped_overload + info->skipped_missed;
+}
+
+/* The manual time now: the due of a probe task added with a known delay.
+ * The probe is cancelled at once (it counts in tasks_stopped). */
+static inline int probe_callback(const tw_fire *fire, void *arg)
+{
+	(void)fire, (void)arg;
+	return 0;
+}
+
+static inline uint64_t manual_now(tw_engine *e)
+{
+	enum { PROBE_DELAY_MS = 1000000 };
+	tw_id id = add_task(e, PROBE_DELAY_MS, 0, probe_callback, NULL);
+	uint64_t now = info_of(e, id).next_due_ns - PROBE_DELAY_MS * NS_PER_MS;
+	cr_assert_eq(tw_cancel(e, id), TW_OK);
+	return now;
+}
+
+/* ---- waiting ---- */
+
+/* Polls until *v == want or WAIT_LIMIT_MS passed; says whether it got there. */
+static inline bool wait_eq(_Atomic uint64_t *v, uint64_t want)
+{
+	uint64_t deadline = mono_ns() + WAIT_LIMIT_MS * NS_PER_MS;
+	while (atomic_load(v) != want) {
+		if (mono_ns() > deadline)
+			return false;
+		sleep_ms(1);
+	}
+	return true;
+}
+
+static inline bool wait_ge(_Atomic uint64_t *v, uint64_t want)
+{
+	uint64_t deadline = mono_ns() + WAIT_LIMIT_MS * NS_PER_MS;
+	while (atomic_load(v) < want) {
+		if (mono_ns() > deadline)
+			return false;
+		sleep_ms(1);
+	}
+	return true;
+}
+
+/* A one-way gate: callbacks wait on it, the test opens it. */
+struct gate {
+	sem_t sem;
+};
+
+static inline void gate_init(struct gate *g)
+{
+	sem_init(&g->sem, 0, 0);
+}
+
+static inline void gate_destroy(struct gate *g)
+{
+	sem_destroy(&g->sem);
+}
+
+/* Lets `n` waiters through. */
+static inline void gate_open(struct gate *g, unsigned n)
+{
+	while (n--)
+		sem_post(&g->sem);
+}
+
+/* Waits for one pass; false if none came within limit_ms. */
+static inline bool gate_pass(struct gate *g, unsigned limit_ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += limit_ms / 1000;
+	ts.tv_nsec += (long)(limit_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	int rc;
+	while ((rc = sem_timedwait(&g->sem, &ts)) == -1 && errno == EINTR) {
+	}
+	return rc == 0;
+}
+
+/* ---- a callback that records and can block ---- */
+
+enum { MAX_RECORDED = 8192 };
+
+/* What a recording callback saw; shared with the executor threads. */
+struct recorder {
+	tw_engine *engine;
+	_Atomic uint64_t runs;        /* callbacks entered */
+	_Atomic uint64_t returned;    /* callbacks returned */
+	_Atomic uint64_t releases;    /* release calls */
+	_Atomic uint64_t release_early; /* releases seen while a run was going */
+	_Atomic uint64_t in_flight;   /* runs going now */
+	_Atomic uint64_t max_in_flight;
+	_Atomic uint64_t bad_fire;    /* tw_fire fields that were wrong */
+	_Atomic uint64_t on_test_thread; /* runs on the thread that made the recorder */
+	_Atomic uint64_t gate_timeouts; /* blocked runs that were never let through */
+	_Atomic uint64_t skipped_seen; /* sum of tw_fire.skipped */
+	_Atomic int fail;             /* return value of the callback */
+	_Atomic bool block;           /* wait on `gate` in every run */
+	struct gate gate;             /* opened by the test */
+	struct gate started;          /* posted at the start of every run */
+	pthread_t test_thread;
+	_Atomic tw_id id;             /* the task, for checking tw_fire.id (0: not yet known) */
+	bool concurrent;              /* runs may overlap: tw_fire.run may come out of order */
+	uint64_t due[MAX_RECORDED];   /* tw_fire.due_ns by run number - 1 */
+	uint64_t skipped[MAX_RECORDED]; /* tw_fire.skipped by run number - 1 */
+};
+
+static inline struct recorder *recorder_new(tw_engine *e)
+{
+	struct recorder *r = calloc(1, sizeof *r);
+	cr_assert_not_null(r);
+	r->engine = e;
+	r->test_thread = pthread_self();
+	gate_init(&r->gate);
+	gate_init(&r->started);
+	return r;
+}
+
+static inline void recorder_free(struct recorder *r)
+{
+	gate_destroy(&r->gate);
+	gate_destroy(&r->started);
+	free(r);
+}
+
+static inline void note_max(_Atomic uint64_t *max, uint64_t v)
+{
+	uint64_t old = atomic_load(max);
+	while (v > old && !atomic_compare_exchange_weak(max, &old, v)) {
+	}
+}
+
+static inline int record_callback(const tw_fire *fire, void *arg)
+{
+	struct recorder *r = arg;
+	note_max(&r->max_in_flight, atomic_fetch_add(&r->in_flight, 1) + 1);
+	uint64_t n = atomic_fetch_add(&r->runs, 1) + 1;
+	if (pthread_equal(pthread_self(), r->test_thread))
+		atomic_fetch_add(&r->on_test_thread, 1);
+	tw_id id = atomic_load(&r->id);
+	if ((id && fire->id != id) || fire->run == 0 || (!r->concurrent && fire->run != n))
+		atomic_fetch_add(&r->bad_fire, 1);
+	if (fire->run >= 1 && fire->run <= MAX_RECORDED) {
+		r->due[fire->run - 1] = fire->due_ns;
+		r->skipped[fire->run - 1] = fire->skipped;
+	}
+	atomic_fetch_add(&r->skipped_seen, fire->skipped);
+	sem_post(&r->started.sem);
+	if (atomic_load(&r->block) && !gate_pass(&r->gate, 30000))
+		atomic_fetch_add(&r->gate_timeouts, 1);
+	int rc = atomic_load(&r->fail);
+	atomic_fetch_sub(&r->in_flight, 1);
+	atomic_fetch_add(&r->returned, 1);
+	return rc;
+}
+
+static inline void record_release(void *arg)
+{
+	struct recorder *r = arg;
+	if (atomic_load(&r->in_flight) || atomic_load(&r->returned) != atomic_load(&r->runs))
+		atomic_fetch_add(&r->release_early, 1);
+	atomic_fetch_add(&r->releases, 1);
+}
+
+/* A task whose runs are recorded in r and whose release counts in r. */
+static inline tw_id add_recorded(tw_engine *e, struct recorder *r, uint64_t delay_ms,
+				 uint64_t period_ms, unsigned flags)
+{
+	tw_task_spec spec = spec_of(delay_ms, period_ms, record_callback, r);
+	spec.release = record_release;
+	spec.flags = flags;
+	r->concurrent = flags & TW_CONCURRENT;
+	tw_id id = add_spec(e, &spec);
+	atomic_store(&r->id, id);
+	return id;
+}
+
+/* Waits until a run of r's task has started (a blocked one, typically). */
+static inline void wait_started(struct recorder *r)
+{
+	cr_assert(gate_pass(&r->started, WAIT_LIMIT_MS), "no run started within %d ms",
+		  (int)WAIT_LIMIT_MS);
+}
+
+/* The checks every recorder ends with. */
+static inline void assert_recorder_sane(struct recorder *r)
+{
+	cr_assert_eq(atomic_load(&r->bad_fire), 0, "tw_fire had wrong fields");
+	cr_assert_eq(atomic_load(&r->on_test_thread), 0, "a callback ran on the test thread");
+	cr_assert_eq(atomic_load(&r->gate_timeouts), 0, "a blocked callback was never let go");
+	cr_assert_eq(atomic_load(&r->release_early), 0, "release called while a run was going");
+	cr_assert_eq(atomic_load(&r->in_flight), 0, "a run is still going");
+}
+
+/* ---- plain counting ---- */
+
+struct counts {
+	_Atomic uint64_t runs, releases;
+};
+
+static inline int count_callback(const tw_fire *fire, void *arg)
+{
+	(void)fire;
+	atomic_fetch_add(&((struct counts *)arg)->runs, 1);
+	return 0;
+}
+
+static inline void count_release(void *arg)
+{
+	atomic_fetch_add(&((struct counts *)arg)->releases, 1);
+}
+
+static inline tw_id add_counted(tw_engine *e, struct counts *c, uint64_t delay_ms, uint64_t period_ms)
+{
+	tw_task_spec spec = spec_of(delay_ms, period_ms, count_callback, c);
+	spec.release = count_release;
+	return add_spec(e, &spec);
+}
+
+#endif

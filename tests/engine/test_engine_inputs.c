@@ -1,0 +1,358 @@
+/*
+ * test_engine_inputs.c - every bad input gets its error code, nothing
+ * crashes, and a refused call changes nothing.
+ *
+ *   -TW_EINVAL    a NULL engine, spec or out pointer, a missing callback,
+ *                 unknown flags
+ *   -TW_ERANGE    a delay or period above TW_MAX_DELAY_MS (that would overflow)
+ *   -TW_ENOTFOUND an id the engine does not know (0 is never an id)
+ *   -TW_ESTATE    tw_advance() without the manual clock
+ *   -TW_ELIMIT    max_tasks live tasks already
+ */
+#include "engine_test_support.h"
+
+#include <limits.h>
+
+Test(inputs, config_init_fills_the_defaults)
+{
+	tw_config cfg;
+	memset(&cfg, 0x5a, sizeof cfg);
+	tw_config_init(&cfg);
+	cr_assert_eq(cfg.executors, 0);
+	cr_assert_eq(cfg.pin_executors, false);
+	cr_assert_eq(cfg.queue_capacity, 4096);
+	cr_assert_eq(cfg.max_failures, 10);
+	cr_assert_eq(cfg.slow_run_ms, 100);
+	cr_assert_eq(cfg.max_tasks, 0);
+	cr_assert_eq(cfg.retain_ms, 5000);
+	cr_assert_null(cfg.log);
+	cr_assert_null(cfg.log_arg);
+	cr_assert_eq(cfg.manual_clock, false);
+	tw_config_init(NULL); /* must not crash */
+}
+
+Test(inputs, engine_create_and_destroy_bad_arguments)
+{
+	tw_config cfg = manual_config(1);
+	cr_assert_eq(tw_engine_create(&cfg, NULL), -TW_EINVAL);
+	cr_assert_eq(tw_engine_create(NULL, NULL), -TW_EINVAL);
+	tw_engine_destroy(NULL); /* must not crash */
+	cr_assert_eq(tw_engine_stop(NULL, 0), -TW_EINVAL);
+	/* No config: defaults, on the real clock. */
+	tw_engine *e = NULL;
+	cr_assert_eq(tw_engine_create(NULL, &e), TW_OK);
+	cr_assert_not_null(e);
+	cr_assert_eq(tw_advance(e, 1), -TW_ESTATE, "tw_advance without the manual clock");
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
+
+Test(inputs, add_refuses_null_pointers_missing_callback_and_unknown_flags)
+{
+	tw_engine *e = manual_engine(1);
+	struct counts c = { 0 };
+	tw_task_spec good = spec_of(1, 1, count_callback, &c);
+	good.release = count_release;
+	tw_id id = 777;
+	cr_assert_eq(tw_add(NULL, &good, &id), -TW_EINVAL);
+	cr_assert_eq(tw_add(e, NULL, &id), -TW_EINVAL);
+	cr_assert_eq(tw_add(e, &good, NULL), -TW_EINVAL);
+	tw_task_spec bad = good;
+	bad.callback = NULL;
+	cr_assert_eq(tw_add(e, &bad, &id), -TW_EINVAL);
+	const unsigned flags[] = { 2u, 4u, 0x80u, TW_CONCURRENT | 2u, 1u << 31, ~0u };
+	for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+		bad = good;
+		bad.flags = flags[i];
+		cr_assert_eq(tw_add(e, &bad, &id), -TW_EINVAL, "flags %#x", flags[i]);
+	}
+	/* Nothing was added: no task, no run, no release. */
+	step(e, 10);
+	tw_engine_stats s = stats_of(e);
+	cr_assert_eq(s.tasks_live, 0);
+	cr_assert_eq(s.runs, 0);
+	cr_assert_eq(atomic_load(&c.runs), 0);
+	/* The good spec itself is fine, with or without TW_CONCURRENT. */
+	id = add_spec(e, &good);
+	good.flags = TW_CONCURRENT;
+	tw_id id2 = add_spec(e, &good);
+	cr_assert_neq(id, id2);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), 2);
+	assert_no_leaks();
+}
+
+Test(inputs, delays_and_periods_above_the_maximum_are_out_of_range)
+{
+	tw_engine *e = manual_engine(1);
+	struct counts c = { 0 };
+	tw_id id = add_counted(e, &c, 10, 10);
+	const uint64_t too_big[] = { TW_MAX_DELAY_MS + 1, TW_MAX_DELAY_MS * 2, UINT64_MAX / 2,
+				     UINT64_MAX };
+	for (size_t i = 0; i < sizeof too_big / sizeof too_big[0]; i++) {
+		tw_task_spec spec = spec_of(too_big[i], 0, count_callback, &c);
+		tw_id out;
+		cr_assert_eq(tw_add(e, &spec, &out), -TW_ERANGE, "delay %" PRIu64, too_big[i]);
+		spec = spec_of(1, too_big[i], count_callback, &c);
+		cr_assert_eq(tw_add(e, &spec, &out), -TW_ERANGE, "period %" PRIu64, too_big[i]);
+		cr_assert_eq(tw_set_delay(e, id, too_big[i]), -TW_ERANGE);
+		cr_assert_eq(tw_set_period(e, id, too_big[i]), -TW_ERANGE);
+	}
+	/* The refused changes left the task alone. */
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.period_ms, 10);
+	cr_assert_eq(info.state, TW_WAITING);
+	step(e, 10);
+	cr_assert_eq(atomic_load(&c.runs), 1);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), 1);
+	assert_no_leaks();
+}
+
+/* The largest delays are accepted (up to TW_MAX_DELAY_MS) or refused with
+ * -TW_ERANGE if they would overflow; an accepted one must never come due
+ * early because of an overflow. 18446744073710 ms is the first whole number
+ * of milliseconds whose nanoseconds do not fit in 64 bits (585 years). */
+static const uint64_t huge_delays[] = { TW_MAX_DELAY_MS, TW_MAX_DELAY_MS - 1,
+					UINT64_C(18446744073710), UINT64_C(18446744073710) * 2,
+					UINT64_C(18446744073709551) };
+
+Test(inputs, huge_delays_never_fire_early)
+{
+	for (size_t i = 0; i < sizeof huge_delays / sizeof huge_delays[0]; i++) {
+		uint64_t delay = huge_delays[i];
+		cr_assert(delay <= TW_MAX_DELAY_MS);
+		tw_engine *e = manual_engine(1);
+		struct counts c = { 0 };
+		uint64_t now = manual_now(e);
+		tw_task_spec spec = spec_of(delay, 0, count_callback, &c);
+		tw_id id;
+		int rc = tw_add(e, &spec, &id);
+		cr_assert(rc == TW_OK || rc == -TW_ERANGE, "delay %" PRIu64 ": %s", delay,
+			  tw_strerror(rc));
+		if (rc == TW_OK) {
+			tw_task_info info = info_of(e, id);
+			cr_assert(info.next_due_ns > now + 1000 * NS_PER_MS,
+				  "delay %" PRIu64 " ms: due %" PRIu64 " ns after now", delay,
+				  info.next_due_ns - now);
+			step(e, 1000);
+			cr_assert_eq(atomic_load(&c.runs), 0, "delay %" PRIu64 " ms fired within 1 s",
+				     delay);
+		}
+		tw_engine_destroy(e);
+	}
+	assert_no_leaks();
+}
+
+Test(inputs, huge_set_delay_never_fires_early)
+{
+	for (size_t i = 0; i < sizeof huge_delays / sizeof huge_delays[0]; i++) {
+		uint64_t delay = huge_delays[i];
+		tw_engine *e = manual_engine(1);
+		struct counts c = { 0 };
+		tw_id id = add_counted(e, &c, 100, 0);
+		int rc = tw_set_delay(e, id, delay);
+		cr_assert(rc == TW_OK || rc == -TW_ERANGE);
+		step(e, 1000);
+		cr_assert_eq(atomic_load(&c.runs), rc == TW_OK ? 0 : 1,
+			     "set_delay(%" PRIu64 "): wrong runs", delay);
+		tw_engine_destroy(e);
+	}
+	assert_no_leaks();
+}
+
+Test(inputs, huge_periods_never_fire_early)
+{
+	for (size_t i = 0; i < sizeof huge_delays / sizeof huge_delays[0]; i++) {
+		uint64_t period = huge_delays[i];
+		tw_engine *e = manual_engine(1);
+		struct counts c = { 0 };
+		tw_task_spec spec = spec_of(1, period, count_callback, &c);
+		tw_id id;
+		int rc = tw_add(e, &spec, &id);
+		cr_assert(rc == TW_OK || rc == -TW_ERANGE);
+		if (rc == TW_OK) {
+			step(e, 1000);
+			cr_assert_eq(atomic_load(&c.runs), 1,
+				     "period %" PRIu64 " ms: %" PRIu64 " runs in 1 s", period,
+				     atomic_load(&c.runs));
+		}
+		tw_engine_destroy(e);
+	}
+	assert_no_leaks();
+}
+
+static void check_unknown(tw_engine *e, tw_id id)
+{
+	tw_task_info info;
+	cr_assert_eq(tw_get(e, id, &info), -TW_ENOTFOUND, "get %#" PRIx64, id);
+	cr_assert_eq(tw_pause(e, id), -TW_ENOTFOUND, "pause %#" PRIx64, id);
+	cr_assert_eq(tw_resume(e, id), -TW_ENOTFOUND, "resume %#" PRIx64, id);
+	cr_assert_eq(tw_cancel(e, id), -TW_ENOTFOUND, "cancel %#" PRIx64, id);
+	cr_assert_eq(tw_set_delay(e, id, 5), -TW_ENOTFOUND, "set_delay %#" PRIx64, id);
+	cr_assert_eq(tw_set_period(e, id, 5), -TW_ENOTFOUND, "set_period %#" PRIx64, id);
+}
+
+Test(inputs, unknown_ids_are_not_found)
+{
+	tw_engine *e = manual_engine(1);
+	check_unknown(e, 0);
+	check_unknown(e, 1);
+	check_unknown(e, UINT64_MAX);
+	struct counts c = { 0 };
+	tw_id id = add_counted(e, &c, 10, 10);
+	check_unknown(e, 0);
+	/* Ids near a real one: other bits set or cleared. */
+	for (int bit = 0; bit < 64; bit++)
+		check_unknown(e, id ^ (UINT64_C(1) << bit));
+	check_unknown(e, id + 1);
+	check_unknown(e, id - 1);
+	check_unknown(e, UINT64_MAX);
+	check_unknown(e, UINT64_C(1) << 32);
+	check_unknown(e, UINT32_MAX);
+	/* None of that touched the real task. */
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.state, TW_WAITING);
+	cr_assert_eq(info.period_ms, 10);
+	step(e, 10);
+	cr_assert_eq(atomic_load(&c.runs), 1);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), 1);
+	assert_no_leaks();
+}
+
+Test(inputs, null_engine_or_out_pointer_is_invalid)
+{
+	tw_engine *e = manual_engine(1);
+	struct counts c = { 0 };
+	tw_id id = add_counted(e, &c, 10, 10);
+	tw_task_info info;
+	tw_engine_stats stats;
+	cr_assert_eq(tw_get(NULL, id, &info), -TW_EINVAL);
+	cr_assert_eq(tw_get(e, id, NULL), -TW_EINVAL);
+	cr_assert_eq(tw_get(e, 0, NULL), -TW_EINVAL);
+	cr_assert_eq(tw_pause(NULL, id), -TW_EINVAL);
+	cr_assert_eq(tw_resume(NULL, id), -TW_EINVAL);
+	cr_assert_eq(tw_cancel(NULL, id), -TW_EINVAL);
+	cr_assert_eq(tw_set_delay(NULL, id, 5), -TW_EINVAL);
+	cr_assert_eq(tw_set_period(NULL, id, 5), -TW_EINVAL);
+	cr_assert_eq(tw_stats(NULL, &stats), -TW_EINVAL);
+	cr_assert_eq(tw_stats(e, NULL), -TW_EINVAL);
+	cr_assert_eq(tw_advance(NULL, 1), -TW_EINVAL);
+	cr_assert_eq(tw_quiesce(NULL), -TW_EINVAL);
+	cr_assert_eq(info_of(e, id).state, TW_WAITING);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), 1);
+	assert_no_leaks();
+}
+
+Test(inputs, advance_needs_the_manual_clock)
+{
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = 1;
+	tw_engine *e = engine_new(&cfg);
+	cr_assert_eq(tw_advance(e, 0), -TW_ESTATE);
+	cr_assert_eq(tw_advance(e, 10), -TW_ESTATE);
+	cr_assert_eq(tw_quiesce(e), TW_OK);
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
+
+/* tw_strerror names every code, as returned (negated) and as enumerated. */
+Test(inputs, strerror_names_every_code)
+{
+	const int codes[] = { TW_OK,	    TW_EINVAL,	  TW_ENOTFOUND, TW_ESTATE,	TW_ERANGE,
+			      TW_ENOMEM,    TW_ESHUTDOWN, TW_ELIMIT,	TW_ETIMEDOUT };
+	enum { N = sizeof codes / sizeof codes[0] };
+	const char *names[N];
+	for (int i = 0; i < N; i++) {
+		names[i] = tw_strerror(-codes[i]);
+		cr_assert_not_null(names[i], "code %d", codes[i]);
+		cr_assert_gt(strlen(names[i]), 0, "code %d", codes[i]);
+		cr_assert_str_eq(tw_strerror(codes[i]), names[i], "code %d, both signs", codes[i]);
+		for (int j = 0; j < i; j++)
+			cr_assert_str_neq(names[i], names[j], "codes %d and %d share a name", codes[i],
+					  codes[j]);
+	}
+	const int unknown[] = { TW_ETIMEDOUT + 1, -(TW_ETIMEDOUT + 1), 100, -100, 12345,
+				INT_MAX,	  INT_MIN + 1,	       INT_MIN };
+	for (size_t k = 0; k < sizeof unknown / sizeof unknown[0]; k++) {
+		const char *s = tw_strerror(unknown[k]);
+		cr_assert_not_null(s, "code %d", unknown[k]);
+		cr_assert_gt(strlen(s), 0);
+		for (int j = 0; j < N; j++)
+			cr_assert_str_neq(s, names[j], "unknown code %d named like code %d",
+					  unknown[k], codes[j]);
+	}
+}
+
+Test(inputs, max_tasks_limits_live_tasks)
+{
+	tw_config cfg = manual_config(1);
+	cfg.max_tasks = 3;
+	tw_engine *e = engine_new(&cfg);
+	struct counts c = { 0 };
+	tw_id a = add_counted(e, &c, 100, 100);
+	tw_id b = add_counted(e, &c, 100, 100);
+	add_counted(e, &c, 5, 0);
+	cr_assert_eq(tw_pause(e, b), TW_OK);
+	tw_task_spec spec = spec_of(1, 0, count_callback, &c);
+	spec.release = count_release;
+	tw_id out = 0;
+	cr_assert_eq(tw_add(e, &spec, &out), -TW_ELIMIT, "paused tasks are live");
+	cr_assert_eq(stats_of(e).tasks_live, 3);
+	(void)a;
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), 3);
+	assert_no_leaks();
+}
+
+/* A task that ended is not live any more: it leaves room for another, even
+ * while its id is still kept for queries. */
+Test(inputs, ended_tasks_do_not_count_against_max_tasks)
+{
+	tw_config cfg = manual_config(1);
+	cfg.max_tasks = 2;
+	tw_engine *e = engine_new(&cfg);
+	struct counts c = { 0 };
+	tw_id a = add_counted(e, &c, 100, 100);
+	add_counted(e, &c, 5, 0);
+	tw_task_spec spec = spec_of(1, 0, count_callback, &c);
+	spec.release = count_release;
+	tw_id out = 0;
+	cr_assert_eq(tw_add(e, &spec, &out), -TW_ELIMIT);
+	cr_assert_eq(tw_cancel(e, a), TW_OK);
+	cr_assert_eq(stats_of(e).tasks_live, 1);
+	int rc = tw_add(e, &spec, &out);
+	cr_assert_eq(rc, TW_OK, "after a cancel, 1 live task of 2: %s", tw_strerror(rc));
+	step(e, 5); /* the one-shot completes */
+	cr_assert_eq(stats_of(e).tasks_live, 0);
+	rc = tw_add(e, &spec, &out);
+	cr_assert_eq(rc, TW_OK, "after a completion: %s", tw_strerror(rc));
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
+
+/* Executors: 0 means one per online CPU; any count works. */
+Test(inputs, executor_counts)
+{
+	const unsigned counts[] = { 0, 1, 3, 8 };
+	for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+		tw_config cfg = manual_config(counts[i]);
+		cfg.pin_executors = i % 2;
+		tw_engine *e = engine_new(&cfg);
+		struct counts c[16];
+		memset(c, 0, sizeof c);
+		for (int k = 0; k < 16; k++)
+			add_counted(e, &c[k], 1, 1);
+		for (int t = 0; t < 10; t++)
+			step(e, 1);
+		for (int k = 0; k < 16; k++)
+			cr_assert_eq(atomic_load(&c[k].runs), 10, "executors %u, task %d", counts[i], k);
+		tw_engine_destroy(e);
+		for (int k = 0; k < 16; k++)
+			cr_assert_eq(atomic_load(&c[k].releases), 1);
+	}
+	assert_no_leaks();
+}

@@ -1,0 +1,380 @@
+/*
+ * test_engine_skips.c - firings that cannot run are skipped and counted, by
+ * reason, and never queued as backlog: due firings = runs + skips, exactly.
+ *
+ *  - overlap: a serial task's previous run is still going;
+ *  - overload: the executor's queue is full;
+ *  - missed: the engine fell behind by whole periods.
+ */
+#include "engine_test_support.h"
+
+/* A serial task blocked in its first run: every later due firing is skipped
+ * for overlap (or counted missed inside a jump), and the next run reports
+ * them all in tw_fire.skipped. */
+Test(skips, slow_serial_task_skips_overlapping_firings)
+{
+	tw_engine *e = manual_engine(2);
+	struct recorder *r = recorder_new(e);
+	uint64_t t0 = manual_now(e);
+	tw_id id = add_recorded(e, r, 1, 1, 0);
+	atomic_store(&r->block, true);
+	advance(e, 1); /* t0 + 1: run 1, blocked */
+	wait_started(r);
+	for (int i = 0; i < 20; i++)
+		advance(e, 1); /* t0 + 2 .. t0 + 21: 20 overlaps */
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.state, TW_RUNNING);
+	cr_assert_eq(info.running, 1);
+	cr_assert_eq(info.runs, 1);
+	cr_assert_eq(info.skipped_overlap, 20);
+	cr_assert_eq(info.skipped_missed, 0);
+	advance(e, 10); /* t0 + 22 .. t0 + 31: 9 missed, then 1 overlap */
+	info = info_of(e, id);
+	cr_assert_eq(info.skipped_overlap, 21);
+	cr_assert_eq(info.skipped_missed, 9);
+	cr_assert_eq(atomic_load(&r->runs), 1);
+	cr_assert_eq(atomic_load(&r->max_in_flight), 1);
+
+	atomic_store(&r->block, false);
+	gate_open(&r->gate, 1);
+	quiesce(e);
+	cr_assert_eq(info_of(e, id).state, TW_WAITING);
+	step(e, 1); /* t0 + 32: run 2 */
+	cr_assert_eq(atomic_load(&r->runs), 2);
+	cr_assert_eq(r->due[1], t0 + 32 * NS_PER_MS);
+	cr_assert_eq(r->skipped[1], 30);
+	info = info_of(e, id);
+	cr_assert_eq(info.runs + info_skips(&info), 32, "due firings t0 + 1 .. t0 + 32");
+	tw_engine_stats s = stats_of(e);
+	cr_assert_eq(s.runs, 2);
+	cr_assert_eq(s.skipped_overlap, 21);
+	cr_assert_eq(s.skipped_missed, 9);
+	cr_assert_eq(s.skipped_overload, 0);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&r->releases), 1);
+	assert_recorder_sane(r);
+	recorder_free(r);
+	assert_no_leaks();
+}
+
+/* The callback blocks for a given number of test steps. */
+struct slow {
+	_Atomic uint64_t *clock; /* test steps so far */
+	uint64_t hold;           /* steps each run lasts */
+	_Atomic uint64_t runs, in_flight, max_in_flight, skipped_seen, bad;
+	uint64_t period_ns;
+	_Atomic uint64_t last_due;
+};
+
+static int slow_callback(const tw_fire *fire, void *arg)
+{
+	struct slow *s = arg;
+	uint64_t until = atomic_load(s->clock) + s->hold;
+	note_max(&s->max_in_flight, atomic_fetch_add(&s->in_flight, 1) + 1);
+	atomic_fetch_add(&s->runs, 1);
+	atomic_fetch_add(&s->skipped_seen, fire->skipped);
+	uint64_t last = atomic_exchange(&s->last_due, fire->due_ns);
+	if (last && s->period_ns && fire->due_ns - last != (fire->skipped + 1) * s->period_ns)
+		atomic_fetch_add(&s->bad, 1);
+	uint64_t deadline = mono_ns() + 30000 * NS_PER_MS;
+	while (atomic_load(s->clock) < until && mono_ns() < deadline)
+		sleep_ms(1);
+	atomic_fetch_sub(&s->in_flight, 1);
+	return 0;
+}
+
+/* Serial tasks that hold their executor for a few steps, on small queues,
+ * with steps of random length: every due firing is a run or a skip, serial
+ * runs never overlap, and each run's skipped count matches its gap. */
+Test(skips, due_firings_equal_runs_plus_skips_under_random_load)
+{
+	enum { N = 24, STEPS = 1500 };
+	tw_config cfg = manual_config(2);
+	cfg.queue_capacity = 4;
+	tw_engine *e = engine_new(&cfg);
+	_Atomic uint64_t clock = 0;
+	struct slow s[N];
+	tw_id id[N];
+	uint64_t first[N];
+	memset(s, 0, sizeof s);
+	uint64_t t0 = manual_now(e), now = t0;
+	unsigned seed = 99;
+	for (int i = 0; i < N; i++) {
+		s[i].clock = &clock;
+		s[i].hold = (uint64_t)(i % 4); /* 0: returns at once */
+		uint64_t period = (uint64_t)(rand_r(&seed) % 12) + 1;
+		uint64_t delay = (uint64_t)(rand_r(&seed) % 12) + 1;
+		s[i].period_ns = period * NS_PER_MS;
+		tw_task_spec spec = spec_of(delay, period, slow_callback, &s[i]);
+		id[i] = add_spec(e, &spec);
+		first[i] = t0 + delay * NS_PER_MS;
+	}
+	for (int k = 0; k < STEPS; k++) {
+		uint64_t ms = (uint64_t)(rand_r(&seed) % 5) + 1;
+		advance(e, ms);
+		now += ms * NS_PER_MS;
+		atomic_fetch_add(&clock, 1);
+	}
+	atomic_store(&clock, UINT64_MAX / 2);
+	quiesce(e);
+	uint64_t runs = 0, overlap = 0, overload = 0, missed = 0;
+	for (int i = 0; i < N; i++) {
+		tw_task_info info = info_of(e, id[i]);
+		uint64_t dues = now >= first[i] ? (now - first[i]) / s[i].period_ns + 1 : 0;
+		cr_assert_eq(info.runs + info_skips(&info), dues,
+			     "task %d: %" PRIu64 " runs + %" PRIu64 " skips != %" PRIu64 " dues", i,
+			     info.runs, info_skips(&info), dues);
+		cr_assert_eq(info.runs, atomic_load(&s[i].runs));
+		cr_assert_eq(atomic_load(&s[i].max_in_flight) <= 1, true, "serial task %d overlapped",
+			     i);
+		cr_assert_eq(atomic_load(&s[i].bad), 0, "task %d: skipped count != gap", i);
+		/* Skips reported to callbacks: all but those after the last run. */
+		cr_assert(atomic_load(&s[i].skipped_seen) <= info_skips(&info));
+		runs += info.runs;
+		overlap += info.skipped_overlap;
+		overload += info.skipped_overload;
+		missed += info.skipped_missed;
+	}
+	/* The load was high enough to exercise every reason but missed (steps
+	 * are at most 5 ms, periods up to 12 ms: some steps jump periods). */
+	cr_assert_gt(overlap, 0);
+	cr_assert_gt(overload, 0);
+	cr_assert_gt(missed, 0);
+	tw_engine_stats st = stats_of(e);
+	cr_assert_eq(st.runs, runs);
+	cr_assert_eq(st.skipped_overlap, overlap);
+	cr_assert_eq(st.skipped_overload, overload);
+	cr_assert_eq(st.skipped_missed, missed);
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
+
+/* The same accounting on the real clock, for a callback that takes longer
+ * than its period: the gap before each run is one period per due firing. */
+Test(skips, real_clock_slow_serial_task_accounts_for_every_gap)
+{
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = 2;
+	tw_engine *e = engine_new(&cfg);
+	_Atomic uint64_t clock = 0;
+	struct slow s;
+	memset(&s, 0, sizeof s);
+	s.clock = &clock;
+	s.period_ns = 2 * NS_PER_MS;
+	tw_task_spec spec = spec_of(1, 2, slow_callback, &s);
+	tw_id id = add_spec(e, &spec);
+	/* Each run waits for the test's clock to move: it is at least 3 ms long. */
+	s.hold = 1;
+	while (atomic_load(&s.runs) < 10) {
+		uint64_t deadline = mono_ns() + WAIT_LIMIT_MS * NS_PER_MS;
+		uint64_t seen = atomic_load(&s.runs);
+		while (atomic_load(&s.runs) == seen && mono_ns() < deadline)
+			sleep_ms(1);
+		cr_assert_neq(atomic_load(&s.runs), seen, "no run within %d ms", (int)WAIT_LIMIT_MS);
+		sleep_ms(3);
+		atomic_fetch_add(&clock, 1);
+	}
+	cr_assert_eq(tw_pause(e, id), TW_OK);
+	atomic_store(&clock, UINT64_MAX / 2);
+	quiesce(e);
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(atomic_load(&s.max_in_flight), 1);
+	cr_assert_eq(atomic_load(&s.bad), 0, "a run's skipped count does not match its gap");
+	cr_assert_eq(info.runs, atomic_load(&s.runs));
+	/* Runs at least 3 ms long every 2 ms: firings were skipped. */
+	cr_assert_gt(info_skips(&info), 0);
+	cr_assert(atomic_load(&s.skipped_seen) <= info_skips(&info));
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
+
+/* A concurrent task is not skipped while a run is going: its firings are
+ * handed out (here to an executor that is busy, so they wait in its queue),
+ * and all of them run. */
+Test(skips, concurrent_task_is_never_skipped_for_overlap)
+{
+	tw_engine *e = manual_engine(2);
+	struct recorder *r = recorder_new(e);
+	uint64_t t0 = manual_now(e);
+	tw_id id = add_recorded(e, r, 1, 1, TW_CONCURRENT);
+	atomic_store(&r->block, true);
+	advance(e, 1);
+	wait_started(r);
+	for (int i = 0; i < 5; i++)
+		advance(e, 1);
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.concurrent, true);
+	cr_assert_eq(info.skipped_overlap, 0);
+	cr_assert_eq(info.skipped_overload, 0);
+	cr_assert_eq(info.running, 6, "6 firings handed out, none returned");
+	cr_assert_eq(info.state, TW_RUNNING);
+	atomic_store(&r->block, false);
+	gate_open(&r->gate, 6);
+	quiesce(e);
+	info = info_of(e, id);
+	cr_assert_eq(info.runs, 6);
+	cr_assert_eq(info.running, 0);
+	cr_assert_eq(info.state, TW_WAITING);
+	cr_assert_eq(info_skips(&info), 0);
+	for (uint64_t k = 0; k < 6; k++) {
+		bool found = false;
+		for (uint64_t j = 0; j < 6; j++)
+			found |= r->due[j] == t0 + (k + 1) * NS_PER_MS;
+		cr_assert(found, "no run for the due at t0 + %" PRIu64 " ms", k + 1);
+	}
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&r->releases), 1);
+	assert_recorder_sane(r);
+	recorder_free(r);
+	assert_no_leaks();
+}
+
+/* One executor with room for one firing, blocked in a callback: the first
+ * firing of another task waits in the queue, the next ones find it full and
+ * are skipped for overload, not queued. */
+Test(skips, full_queue_skips_for_overload)
+{
+	tw_config cfg = manual_config(1);
+	cfg.queue_capacity = 1;
+	tw_engine *e = engine_new(&cfg);
+	struct recorder *blocker = recorder_new(e), *r = recorder_new(e);
+	uint64_t t0 = manual_now(e);
+	add_recorded(e, blocker, 1, 0, 0);
+	atomic_store(&blocker->block, true);
+	advance(e, 1); /* t0 + 1: the blocker holds the only executor */
+	wait_started(blocker);
+	tw_id id = add_recorded(e, r, 1, 1, TW_CONCURRENT); /* dues t0 + 2, 3, ... */
+	advance(e, 1); /* t0 + 2: queued */
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.skipped_overload, 0);
+	cr_assert_eq(info.running, 1);
+	for (int i = 0; i < 9; i++)
+		advance(e, 1); /* t0 + 3 .. t0 + 11: queue full */
+	info = info_of(e, id);
+	cr_assert_eq(info.skipped_overload, 9);
+	cr_assert_eq(info.skipped_overlap, 0);
+	cr_assert_eq(info.runs, 0);
+	cr_assert_eq(info.running, 1, "firings piled up behind a full queue");
+	cr_assert_eq(stats_of(e).skipped_overload, 9);
+
+	gate_open(&blocker->gate, 1);
+	quiesce(e);
+	cr_assert_eq(atomic_load(&r->runs), 1);
+	cr_assert_eq(r->due[0], t0 + 2 * NS_PER_MS);
+	cr_assert_eq(r->skipped[0], 0);
+	step(e, 1); /* t0 + 12 */
+	cr_assert_eq(atomic_load(&r->runs), 2);
+	cr_assert_eq(r->due[1], t0 + 12 * NS_PER_MS);
+	cr_assert_eq(r->skipped[1], 9);
+	info = info_of(e, id);
+	cr_assert_eq(info.runs + info_skips(&info), 11, "due firings t0 + 2 .. t0 + 12");
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&r->releases), 1);
+	cr_assert_eq(atomic_load(&blocker->releases), 1);
+	assert_recorder_sane(r);
+	assert_recorder_sane(blocker);
+	recorder_free(blocker);
+	recorder_free(r);
+	assert_no_leaks();
+}
+
+/* Several tasks due in one tick on a queue with room for two: two get in,
+ * the rest are skipped; the sums add up whichever ones got in. */
+Test(skips, overload_spreads_over_tasks_due_together)
+{
+	enum { N = 6 };
+	tw_config cfg = manual_config(1);
+	cfg.queue_capacity = 2;
+	tw_engine *e = engine_new(&cfg);
+	struct recorder *blocker = recorder_new(e);
+	struct counts c[N];
+	memset(c, 0, sizeof c);
+	tw_id id[N];
+	add_recorded(e, blocker, 1, 0, 0);
+	atomic_store(&blocker->block, true);
+	advance(e, 1);
+	wait_started(blocker);
+	for (int i = 0; i < N; i++)
+		id[i] = add_counted(e, &c[i], 1, 0);
+	advance(e, 1);
+	uint64_t overload = 0, completed = 0, waiting_to_run = 0;
+	for (int i = 0; i < N; i++) {
+		tw_task_info info = info_of(e, id[i]);
+		overload += info.skipped_overload;
+		completed += info.state == TW_COMPLETED;
+		waiting_to_run += info.running;
+		/* A one-shot whose only firing was skipped is over. */
+		if (info.skipped_overload)
+			cr_assert_eq(info.state, TW_COMPLETED);
+		else
+			cr_assert_eq(info.running, 1);
+	}
+	cr_assert_eq(overload, N - 2);
+	cr_assert_eq(completed, N - 2);
+	cr_assert_eq(waiting_to_run, 2);
+	gate_open(&blocker->gate, 1);
+	quiesce(e);
+	uint64_t runs = 0;
+	for (int i = 0; i < N; i++) {
+		tw_task_info info = info_of(e, id[i]);
+		cr_assert_eq(info.state, TW_COMPLETED);
+		cr_assert_eq(info.runs + info_skips(&info), 1);
+		runs += atomic_load(&c[i].runs);
+	}
+	cr_assert_eq(runs, 2);
+	/* Skipped one-shots are released too (their release may be made on an
+	 * executor, so it is waited for). */
+	for (int i = 0; i < N; i++)
+		cr_assert(wait_eq(&c[i].releases, 1), "task %d not released", i);
+	tw_engine_stats s = stats_of(e);
+	cr_assert_eq(s.skipped_overload, N - 2);
+	cr_assert_eq(s.tasks_completed, N + 1);
+	tw_engine_destroy(e);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(atomic_load(&c[i].releases), 1);
+	assert_recorder_sane(blocker);
+	recorder_free(blocker);
+	assert_no_leaks();
+}
+
+/* Engine statistics add up the per-task counters. */
+Test(skips, stats_count_runs_skips_and_failures)
+{
+	tw_engine *e = manual_engine(1);
+	struct recorder *ok = recorder_new(e), *bad = recorder_new(e), *slow = recorder_new(e);
+	atomic_store(&bad->fail, 1);
+	tw_id a = add_recorded(e, ok, 1, 1, 0);
+	tw_id b = add_recorded(e, bad, 2, 2, 0);
+	for (int i = 0; i < 10; i++)
+		step(e, 1);
+	tw_id c = add_recorded(e, slow, 1, 1, 0);
+	atomic_store(&slow->block, true);
+	advance(e, 1);
+	wait_started(slow);
+	for (int i = 0; i < 3; i++)
+		advance(e, 1);
+	atomic_store(&slow->block, false);
+	gate_open(&slow->gate, 1);
+	quiesce(e);
+	tw_task_info ia = info_of(e, a), ib = info_of(e, b), ic = info_of(e, c);
+	cr_assert_eq(ib.failures, ib.runs);
+	cr_assert_eq(ia.failures, 0);
+	tw_engine_stats s = stats_of(e);
+	cr_assert_eq(s.runs, ia.runs + ib.runs + ic.runs);
+	cr_assert_eq(s.runs, atomic_load(&ok->runs) + atomic_load(&bad->runs) +
+				     atomic_load(&slow->runs));
+	cr_assert_eq(s.failures, ib.failures);
+	cr_assert_eq(s.skipped_overlap, ia.skipped_overlap + ib.skipped_overlap + ic.skipped_overlap);
+	cr_assert_eq(ic.skipped_overlap, 3);
+	cr_assert_eq(s.skipped_overload + s.skipped_missed, 0);
+	uint64_t late = 0;
+	for (int i = 0; i < TW_LATENESS_BUCKETS; i++)
+		late += s.lateness_us[i];
+	cr_assert_eq(late, s.runs, "every run has a lateness");
+	tw_engine_destroy(e);
+	recorder_free(ok);
+	recorder_free(bad);
+	recorder_free(slow);
+	assert_no_leaks();
+}

@@ -1,0 +1,732 @@
+/*
+ * stress_engine.c - concurrency stress test of the engine, on the real clock.
+ *
+ * A plain main(): Criterion does not run under ThreadSanitizer here.
+ *
+ * Phase 1 (churn): application threads apply random operations to a shared
+ * array of task slots while tasks fire every 1-20 ms on executor threads.
+ * Callbacks reschedule, pause and cancel themselves, act on other slots, add
+ * tasks, sometimes fail or run slowly; some tasks are TW_CONCURRENT. It ends
+ * with tw_engine_stop (drained) and tw_engine_destroy.
+ * Phase 2 (teardown): rounds in which the engine is stopped, or destroyed
+ * outright, while callbacks that sleep a few ms are running and application
+ * threads are still calling the API.
+ *
+ * Every task's arg is a record that checks, as it goes and at the end:
+ *  - release is called exactly once for a task that tw_add accepted, never
+ *    during or before one of its runs;
+ *  - no run starts after tw_cancel returned 0 for its task. A run "starts"
+ *    when the engine counts it (tw_fire.run): right after tw_cancel returns,
+ *    tw_get reads the task's run count R; any run numbered above R was
+ *    counted after tw_cancel had returned. A run that was already counted
+ *    may still be going, and is allowed;
+ *  - runs of a serial task never overlap; fire.id is the task's id; no run
+ *    starts before its due time, or after tw_engine_stop returned TW_OK;
+ *  - every return code is one the API documents for the situation.
+ *
+ * Usage: stress_engine [seconds of phase 1, default 3]. The environment can
+ * set STRESS_SECONDS (the same), STRESS_ROUNDS (teardown rounds of phase 2,
+ * default 6), STRESS_SEED (the random seed; timing still differs from run
+ * to run) and STRESS_LOOSE_CANCEL=1 (allow the firings that
+ * were already handed to executors when tw_cancel returned to start; see
+ * cancelled()).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "tickwheel.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum {
+	SLOTS = 256,         /* the shared array of tasks the operations pick from */
+	APP_THREADS = 4,
+	MAX_LIVE = 600,      /* callbacks stop adding tasks beyond this many live ones */
+	MAX_REPORTS = 30,    /* violations printed in full */
+	REC_MAGIC = 0x5715e55,
+};
+
+/* How a task's callback behaves; chosen at random when it is added. */
+enum {
+	K_FAIL = 1 << 0,        /* fails one run in three */
+	K_ALWAYS_FAIL = 1 << 1, /* fails every run: paused after max_failures */
+	K_SLOW = 1 << 2,        /* sleeps in some runs (phase 2: in every run) */
+	K_SELF = 1 << 3,        /* reschedules, re-periods, pauses or cancels itself */
+	K_OTHER = 1 << 4,       /* operates on a random slot, adding tasks to empty ones */
+	K_SPAWN = 1 << 5,       /* adds one-shot tasks of its own */
+};
+
+enum end_mode {
+	END_DRAIN,      /* join the application threads, stop with a drain, destroy */
+	END_STOP_RACING, /* stop while callbacks sleep and operations go on, then destroy */
+	END_DESTROY,    /* destroy while callbacks sleep, without stopping first */
+};
+
+struct phase;
+
+struct rec {
+	/* Written before tw_add, read-only after. Plain on purpose: TSan then
+	 * checks that the engine orders tw_add before the callback and release. */
+	int magic;
+	unsigned kind;
+	bool concurrent;
+	struct phase *ph;
+	/* shared */
+	_Atomic tw_id id;            /* 0 until tw_add returned */
+	_Atomic int add_rc;          /* INT_MIN until tw_add returned */
+	_Atomic unsigned releases;
+	_Atomic unsigned cancels_ok; /* tw_cancel calls that returned TW_OK */
+	_Atomic uint64_t cancel_runs; /* runs allowed after tw_cancel returned TW_OK */
+	_Atomic uint64_t calls, fails, max_run;
+	_Atomic unsigned in_progress;
+};
+
+struct phase {
+	const char *name;
+	enum end_mode end;
+	double seconds;
+	unsigned executors, queue_capacity;
+	unsigned slow_pct, slow_min_us, slow_max_us; /* K_SLOW runs: how often, how long */
+	bool check_late_release;
+	tw_engine *engine;
+	struct rec *pool;
+	size_t pool_size;
+	_Atomic size_t pool_used;
+	_Atomic(struct rec *) slot[SLOTS];
+	_Atomic bool app_stop;  /* application threads finish */
+	_Atomic bool stopping;  /* tw_engine_stop or destroy is about to be called */
+	_Atomic bool drained;   /* tw_engine_stop returned TW_OK */
+	_Atomic bool destroyed; /* tw_engine_destroy returned */
+	_Atomic uint64_t ops, adds, add_shutdown, pool_full, lost_slot, live, cancels;
+	_Atomic uint64_t late_releases, log_warnings;
+};
+
+static _Atomic unsigned long violations;
+static bool loose_cancel; /* STRESS_LOOSE_CANCEL: firings handed out before tw_cancel may run */
+static uint64_t base_seed;
+static _Atomic uint64_t seed_counter;
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void fail(const char *fmt, ...)
+{
+	unsigned long n = atomic_fetch_add(&violations, 1);
+	if (n >= MAX_REPORTS)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	flockfile(stderr);
+	fprintf(stderr, "stress: FAIL: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	funlockfile(stderr);
+	va_end(ap);
+}
+
+/* ---- helpers ---- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_us(unsigned us)
+{
+	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000};
+	nanosleep(&ts, NULL);
+}
+
+static uint64_t splitmix(uint64_t *state)
+{
+	uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+/* One generator per thread, executors included; seeded on first use. */
+static _Thread_local uint64_t rng_state;
+static _Thread_local bool rng_seeded;
+
+static unsigned rnd(unsigned n)
+{
+	if (!rng_seeded) {
+		rng_state = base_seed ^ (atomic_fetch_add(&seed_counter, 1) * UINT64_C(0x2545f4914f6cdd1d));
+		rng_seeded = true;
+	}
+	return (unsigned)(splitmix(&rng_state) % n);
+}
+
+static void atomic_max(_Atomic uint64_t *a, uint64_t v)
+{
+	uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
+	while (v > cur && !atomic_compare_exchange_weak(a, &cur, v))
+		;
+}
+
+static void atomic_min(_Atomic uint64_t *a, uint64_t v)
+{
+	uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
+	while (v < cur && !atomic_compare_exchange_weak(a, &cur, v))
+		;
+}
+
+static const char *rc_name(int rc)
+{
+	return rc ? tw_strerror(rc) : "TW_OK";
+}
+
+/* ESHUTDOWN is right only once the test began to stop the engine. */
+static bool shutdown_ok(struct phase *ph, int rc)
+{
+	return rc == -TW_ESHUTDOWN && atomic_load(&ph->stopping);
+}
+
+/* ---- tasks ---- */
+
+static int callback(const tw_fire *fire, void *arg);
+static void release(void *arg);
+
+static struct rec *rec_new(struct phase *ph, unsigned kind, bool concurrent)
+{
+	size_t i = atomic_fetch_add(&ph->pool_used, 1);
+	if (i >= ph->pool_size) {
+		atomic_fetch_add(&ph->pool_full, 1);
+		return NULL;
+	}
+	struct rec *r = &ph->pool[i];
+	r->magic = REC_MAGIC;
+	r->kind = kind;
+	r->concurrent = concurrent;
+	r->ph = ph;
+	atomic_init(&r->id, 0);
+	atomic_init(&r->add_rc, INT_MIN);
+	atomic_init(&r->releases, 0);
+	atomic_init(&r->cancels_ok, 0);
+	atomic_init(&r->cancel_runs, UINT64_MAX);
+	atomic_init(&r->calls, 0);
+	atomic_init(&r->fails, 0);
+	atomic_init(&r->max_run, 0);
+	atomic_init(&r->in_progress, 0);
+	return r;
+}
+
+/* Adds a task; returns its record, or NULL if it was not added. */
+static struct rec *add_task(struct phase *ph, unsigned kind, bool one_shot)
+{
+	struct rec *r = rec_new(ph, kind, !one_shot && rnd(4) == 0);
+	if (!r)
+		return NULL;
+	tw_task_spec spec = {
+		.delay_ms = 1 + rnd(20),
+		.period_ms = one_shot || rnd(4) == 0 ? 0 : 1 + rnd(20),
+		.callback = callback,
+		.arg = r,
+		.release = release,
+		.flags = r->concurrent ? TW_CONCURRENT : 0,
+	};
+	atomic_fetch_add(&ph->live, 1);
+	tw_id id = 0;
+	int rc = tw_add(ph->engine, &spec, &id);
+	atomic_store(&r->add_rc, rc);
+	if (rc == TW_OK) {
+		if (!id)
+			fail("tw_add returned TW_OK and id 0");
+		atomic_store(&r->id, id);
+		atomic_fetch_add(&ph->adds, 1);
+		return r;
+	}
+	atomic_fetch_sub(&ph->live, 1);
+	if (shutdown_ok(ph, rc))
+		atomic_fetch_add(&ph->add_shutdown, 1);
+	else
+		fail("%s: tw_add: unexpected %s", ph->name, rc_name(rc));
+	return NULL;
+}
+
+static unsigned random_kind(void)
+{
+	unsigned kind = 0;
+	if (rnd(4) == 0)
+		kind |= K_FAIL;
+	if (rnd(20) == 0)
+		kind |= K_ALWAYS_FAIL;
+	if (rnd(4) == 0)
+		kind |= K_SLOW;
+	if (rnd(3) == 0)
+		kind |= K_SELF;
+	if (rnd(4) == 0)
+		kind |= K_OTHER;
+	if (rnd(10) == 0)
+		kind |= K_SPAWN;
+	return kind;
+}
+
+/* Checks what tw_get said about a task; released_before was read before it. */
+static void check_info(struct phase *ph, struct rec *r, tw_id id, const tw_task_info *info,
+		       unsigned released_before)
+{
+	bool ended = info->state == TW_COMPLETED || info->state == TW_STOPPED;
+	if (info->state > TW_STOPPED)
+		fail("%s: task %" PRIu64 ": tw_get state %d", ph->name, id, (int)info->state);
+	if (info->concurrent != r->concurrent)
+		fail("%s: task %" PRIu64 ": tw_get concurrent %d, added with %d", ph->name, id,
+		     info->concurrent, r->concurrent);
+	if (!r->concurrent && info->running > 1)
+		fail("%s: serial task %" PRIu64 ": %u runs in progress", ph->name, id, info->running);
+	if (released_before && !ended)
+		fail("%s: task %" PRIu64 ": released, but tw_get says state %d", ph->name, id,
+		     (int)info->state);
+}
+
+/*
+ * tw_cancel returned TW_OK: bound the runs of the task from now on. Strict
+ * (default): no run starts after tw_cancel returned, so a run numbered above
+ * the run count read now started too late. Loose: the firings already handed
+ * to executors (counted in tw_task_info.running, which only falls once the
+ * task is stopped) may still start, so the bound is the running count read
+ * first plus the run count read after it. A task that is already gone
+ * (TW_ENOTFOUND) was released, and the release checks cover it.
+ */
+static void cancelled(struct phase *ph, struct rec *r, tw_id id)
+{
+	atomic_fetch_add(&ph->cancels, 1);
+	if (atomic_fetch_add(&r->cancels_ok, 1))
+		fail("%s: task %" PRIu64 ": tw_cancel returned TW_OK twice", ph->name, id);
+	tw_task_info first, second;
+	int rc = tw_get(ph->engine, id, &first);
+	if (rc == TW_OK && first.state != TW_STOPPED)
+		fail("%s: task %" PRIu64 ": state %d right after tw_cancel returned", ph->name, id,
+		     (int)first.state);
+	if (rc == TW_OK && !loose_cancel)
+		atomic_min(&r->cancel_runs, first.runs);
+	if (rc == TW_OK && loose_cancel && (rc = tw_get(ph->engine, id, &second)) == TW_OK)
+		atomic_min(&r->cancel_runs, second.runs + first.running);
+	if (rc != TW_OK && rc != -TW_ENOTFOUND && !shutdown_ok(ph, rc))
+		fail("%s: tw_get after tw_cancel: unexpected %s", ph->name, rc_name(rc));
+}
+
+/* One random operation on a random slot, from an application thread or a callback. */
+static void slot_op(struct phase *ph)
+{
+	atomic_fetch_add_explicit(&ph->ops, 1, memory_order_relaxed);
+	unsigned i = rnd(SLOTS);
+	struct rec *r = atomic_load(&ph->slot[i]);
+	if (!r) {
+		struct rec *added = add_task(ph, random_kind(), false);
+		struct rec *empty = NULL;
+		if (added && !atomic_compare_exchange_strong(&ph->slot[i], &empty, added)) {
+			/* another thread filled the slot meanwhile: end this task */
+			atomic_fetch_add(&ph->lost_slot, 1);
+			tw_id id = atomic_load(&added->id);
+			int rc = tw_cancel(ph->engine, id);
+			if (rc == TW_OK)
+				cancelled(ph, added, id);
+			else if (rc != -TW_ESTATE && !shutdown_ok(ph, rc))
+				fail("%s: tw_cancel of a new task: unexpected %s", ph->name, rc_name(rc));
+		}
+		return;
+	}
+	tw_id id = atomic_load(&r->id);
+	unsigned op = rnd(100);
+	const char *name;
+	bool gone = false; /* the task has ended: free the slot */
+	int rc;
+	if (op < 33) {
+		name = "tw_get";
+		unsigned released = atomic_load(&r->releases);
+		tw_task_info info;
+		rc = tw_get(ph->engine, id, &info);
+		if (rc == TW_OK) {
+			check_info(ph, r, id, &info, released);
+			gone = info.state == TW_COMPLETED || info.state == TW_STOPPED;
+		}
+	} else if (op < 45) {
+		name = "tw_set_delay";
+		rc = tw_set_delay(ph->engine, id, 1 + rnd(20));
+		gone = rc == -TW_ESTATE;
+	} else if (op < 53) {
+		name = "tw_set_period";
+		rc = tw_set_period(ph->engine, id, rnd(8) ? 1 + rnd(20) : 0);
+		gone = rc == -TW_ESTATE;
+	} else if (op < 61) {
+		name = "tw_pause";
+		rc = tw_pause(ph->engine, id);
+	} else if (op < 91) {
+		name = "tw_resume";
+		rc = tw_resume(ph->engine, id);
+	} else if (op < 97) {
+		name = "tw_cancel";
+		rc = tw_cancel(ph->engine, id);
+		if (rc == TW_OK)
+			cancelled(ph, r, id);
+		gone = rc == TW_OK || rc == -TW_ESTATE;
+	} else {
+		name = "tw_stats";
+		tw_engine_stats stats;
+		rc = tw_stats(ph->engine, &stats);
+	}
+	if (rc == -TW_ENOTFOUND)
+		gone = true;
+	else if (rc != TW_OK && rc != -TW_ESTATE && !shutdown_ok(ph, rc))
+		fail("%s: %s(%" PRIu64 "): unexpected %s", ph->name, name, id, rc_name(rc));
+	if (rc == -TW_ESTATE && !strcmp(name, "tw_get"))
+		fail("%s: tw_get returned TW_ESTATE", ph->name);
+	if (gone)
+		atomic_compare_exchange_strong(&ph->slot[i], &r, NULL);
+}
+
+/* An operation of a callback on its own task, which cannot be gone mid-run. */
+static void self_op(struct phase *ph, struct rec *r, tw_id id)
+{
+	unsigned op = rnd(20);
+	const char *name;
+	int rc;
+	if (op < 8) {
+		name = "tw_set_delay";
+		rc = tw_set_delay(ph->engine, id, 1 + rnd(20));
+	} else if (op < 14) {
+		name = "tw_set_period";
+		rc = tw_set_period(ph->engine, id, 1 + rnd(20));
+	} else if (op < 16) {
+		name = "tw_pause";
+		rc = tw_pause(ph->engine, id);
+	} else {
+		name = "tw_cancel";
+		rc = tw_cancel(ph->engine, id);
+		if (rc == TW_OK)
+			cancelled(ph, r, id);
+	}
+	if (rc != TW_OK && rc != -TW_ESTATE && !shutdown_ok(ph, rc))
+		fail("%s: %s on its own task %" PRIu64 " during its run: %s", ph->name, name, id,
+		     rc_name(rc));
+}
+
+static int callback(const tw_fire *fire, void *arg)
+{
+	uint64_t entered = now_ns();
+	struct rec *r = arg;
+	if (r->magic != REC_MAGIC) {
+		fail("callback: arg %p is not a record", arg);
+		return 0;
+	}
+	struct phase *ph = r->ph;
+	if (atomic_load(&ph->drained))
+		fail("%s: task %" PRIu64 " run %" PRIu64 " started after tw_engine_stop returned TW_OK",
+		     ph->name, fire->id, fire->run);
+	if (atomic_load(&r->releases))
+		fail("%s: task %" PRIu64 " run %" PRIu64 " started after its release", ph->name,
+		     fire->id, fire->run);
+	tw_id id = atomic_load(&r->id);
+	if (id && id != fire->id)
+		fail("%s: fire.id %" PRIu64 " for the record of task %" PRIu64, ph->name, fire->id, id);
+	uint64_t cancel_runs = atomic_load(&r->cancel_runs);
+	if (fire->run > cancel_runs)
+		fail("%s: task %" PRIu64 " run %" PRIu64 " started after tw_cancel returned (%" PRIu64
+		     " runs allowed)",
+		     ph->name, fire->id, fire->run, cancel_runs);
+	if (!fire->run || entered < fire->due_ns)
+		fail("%s: task %" PRIu64 " run %" PRIu64 ": %" PRIu64 " ns before its due time",
+		     ph->name, fire->id, fire->run, fire->due_ns - entered);
+	if (atomic_fetch_add(&r->in_progress, 1) && !r->concurrent)
+		fail("%s: runs of serial task %" PRIu64 " overlap", ph->name, fire->id);
+	atomic_max(&r->max_run, fire->run);
+	atomic_fetch_add_explicit(&r->calls, 1, memory_order_relaxed);
+
+	if ((r->kind & K_SLOW) && rnd(100) < ph->slow_pct)
+		sleep_us(ph->slow_min_us + rnd(ph->slow_max_us - ph->slow_min_us + 1));
+	if ((r->kind & K_SELF) && rnd(2) == 0)
+		self_op(ph, r, fire->id);
+	if (r->kind & K_OTHER)
+		for (unsigned n = 1 + rnd(2); n; n--)
+			slot_op(ph);
+	if ((r->kind & K_SPAWN) && rnd(4) == 0 && atomic_load(&ph->live) < MAX_LIVE)
+		add_task(ph, rnd(2) ? K_FAIL : K_SLOW, true);
+	int rc = (r->kind & K_ALWAYS_FAIL) || ((r->kind & K_FAIL) && rnd(3) == 0);
+	if (rc)
+		atomic_fetch_add_explicit(&r->fails, 1, memory_order_relaxed);
+
+	atomic_fetch_sub(&r->in_progress, 1);
+	if (atomic_load(&r->releases))
+		fail("%s: task %" PRIu64 " released during run %" PRIu64, ph->name, fire->id, fire->run);
+	return rc;
+}
+
+static void release(void *arg)
+{
+	struct rec *r = arg;
+	if (r->magic != REC_MAGIC) {
+		fail("release: arg %p is not a record", arg);
+		return;
+	}
+	struct phase *ph = r->ph;
+	tw_id id = atomic_load(&r->id);
+	if (atomic_fetch_add(&r->releases, 1))
+		fail("%s: task %" PRIu64 " released twice", ph->name, id);
+	if (atomic_load(&r->in_progress))
+		fail("%s: task %" PRIu64 " released while its callback runs", ph->name, id);
+	if (atomic_load(&ph->destroyed))
+		fail("%s: task %" PRIu64 " released after tw_engine_destroy returned", ph->name, id);
+	if (ph->check_late_release && atomic_load(&ph->drained))
+		atomic_fetch_add(&ph->late_releases, 1);
+	atomic_fetch_sub(&ph->live, 1);
+}
+
+static void log_message(int level, const char *message, void *arg)
+{
+	struct phase *ph = arg;
+	if (level == TW_LOG_ERROR)
+		fail("%s: engine logged an error: %s", ph->name, message);
+	else
+		atomic_fetch_add_explicit(&ph->log_warnings, 1, memory_order_relaxed);
+}
+
+/* ---- phases ---- */
+
+static void *app_main(void *arg)
+{
+	struct phase *ph = arg;
+	while (!atomic_load(&ph->app_stop)) {
+		for (unsigned n = 0; n < 8; n++)
+			slot_op(ph);
+		sleep_us(200 + rnd(400)); /* tasks live long enough to fire often */
+	}
+	return NULL;
+}
+
+struct totals {
+	uint64_t ops, runs, tasks;
+};
+
+static int compare_ids(const void *a, const void *b)
+{
+	tw_id x = *(const tw_id *)a, y = *(const tw_id *)b;
+	return (x > y) - (x < y);
+}
+
+/* After tw_engine_destroy: every record's story must add up. */
+static void verify(struct phase *ph, struct totals *sum, uint64_t engine_runs, uint64_t engine_fails,
+		   bool engine_counts)
+{
+	size_t used = atomic_load(&ph->pool_used);
+	if (used > ph->pool_size)
+		used = ph->pool_size;
+	uint64_t calls = 0, fails = 0, added = 0, shutdown_released = 0;
+	tw_id *ids = malloc((used ? used : 1) * sizeof *ids);
+	if (!ids) {
+		fail("out of memory");
+		return;
+	}
+	for (size_t i = 0; i < used; i++) {
+		struct rec *r = &ph->pool[i];
+		int rc = atomic_load(&r->add_rc);
+		unsigned releases = atomic_load(&r->releases);
+		tw_id id = atomic_load(&r->id);
+		calls += atomic_load(&r->calls);
+		fails += atomic_load(&r->fails);
+		if (rc == TW_OK) {
+			ids[added++] = id;
+			if (releases != 1)
+				fail("%s: task %" PRIu64 " released %u times", ph->name, id, releases);
+		} else if (rc == -TW_ESHUTDOWN) {
+			/* tw_add may have ended the task itself, or not taken it */
+			shutdown_released += releases;
+			if (releases > 1)
+				fail("%s: task refused by tw_add released %u times", ph->name, releases);
+		} else if (releases) {
+			fail("%s: task refused by tw_add (%s) released %u times", ph->name, rc_name(rc),
+			     releases);
+		}
+		if (atomic_load(&r->in_progress))
+			fail("%s: task %" PRIu64 ": callback still running after destroy", ph->name, id);
+		uint64_t cancel_runs = atomic_load(&r->cancel_runs), max_run = atomic_load(&r->max_run);
+		if (max_run > cancel_runs)
+			fail("%s: task %" PRIu64 " ran %" PRIu64 " times, %" PRIu64
+			     " allowed once tw_cancel returned",
+			     ph->name, id, max_run, cancel_runs);
+	}
+	qsort(ids, added, sizeof *ids, compare_ids);
+	for (size_t i = 1; i < added; i++)
+		if (ids[i] == ids[i - 1])
+			fail("%s: id %" PRIu64 " handed out twice", ph->name, ids[i]);
+	free(ids);
+	if (engine_counts && (engine_runs != calls || engine_fails != fails))
+		fail("%s: after a drained stop the engine counts %" PRIu64 " runs and %" PRIu64
+		     " failures, callbacks saw %" PRIu64 " and %" PRIu64,
+		     ph->name, engine_runs, engine_fails, calls, fails);
+	if (atomic_load(&ph->late_releases))
+		fail("%s: %" PRIu64 " releases came after tw_engine_stop returned TW_OK", ph->name,
+		     atomic_load(&ph->late_releases));
+	if (atomic_load(&ph->pool_full))
+		printf("stress:   %s: record pool full, %" PRIu64 " adds skipped\n", ph->name,
+		       atomic_load(&ph->pool_full));
+	printf("stress:   %s: %" PRIu64 " ops, %" PRIu64 " runs (%" PRIu64 " failed), %" PRIu64
+	       " tasks, %" PRIu64 " cancels, %" PRIu64 " adds refused at shutdown (%" PRIu64
+	       " of them released)\n",
+	       ph->name, atomic_load(&ph->ops), calls, fails, added, atomic_load(&ph->cancels),
+	       atomic_load(&ph->add_shutdown), shutdown_released);
+	sum->ops += atomic_load(&ph->ops);
+	sum->runs += calls;
+	sum->tasks += added;
+}
+
+static bool run_phase(struct phase *ph, struct totals *sum)
+{
+	unsigned long violations_before = atomic_load(&violations);
+	uint64_t t0 = now_ns();
+	ph->pool = calloc(ph->pool_size, sizeof *ph->pool);
+	if (!ph->pool) {
+		fail("out of memory");
+		return false;
+	}
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = ph->executors;
+	cfg.queue_capacity = ph->queue_capacity;
+	cfg.max_failures = 4;
+	cfg.slow_run_ms = 1;
+	cfg.retain_ms = 20; /* ended tasks vanish, and their slots are reused, quickly */
+	cfg.log = log_message;
+	cfg.log_arg = ph;
+	int rc = tw_engine_create(&cfg, &ph->engine);
+	if (rc) {
+		fail("%s: tw_engine_create: %s", ph->name, rc_name(rc));
+		free(ph->pool);
+		return false;
+	}
+	for (unsigned i = 0; i < SLOTS; i++)
+		atomic_store(&ph->slot[i], add_task(ph, random_kind(), false));
+
+	pthread_t apps[APP_THREADS];
+	for (unsigned i = 0; i < APP_THREADS; i++)
+		if (pthread_create(&apps[i], NULL, app_main, ph)) {
+			fprintf(stderr, "stress: pthread_create failed\n");
+			exit(1);
+		}
+	sleep_us((unsigned)(ph->seconds * 1e6));
+
+	tw_engine_stats stats = {0};
+	bool counts = false;
+	if (ph->end == END_DRAIN) {
+		atomic_store(&ph->app_stop, true);
+		for (unsigned i = 0; i < APP_THREADS; i++)
+			pthread_join(apps[i], NULL);
+		atomic_store(&ph->stopping, true);
+		rc = tw_engine_stop(ph->engine, 10000);
+		if (rc == TW_OK) {
+			atomic_store(&ph->drained, true);
+			/* every task ended, and no run is going: all released */
+			size_t used = atomic_load(&ph->pool_used);
+			uint64_t pending = 0;
+			for (size_t i = 0; i < used && i < ph->pool_size; i++)
+				pending += atomic_load(&ph->pool[i].add_rc) == TW_OK &&
+					   !atomic_load(&ph->pool[i].releases);
+			if (pending)
+				fail("%s: tw_engine_stop returned TW_OK with %" PRIu64
+				     " tasks not released yet",
+				     ph->name, pending);
+			rc = tw_stats(ph->engine, &stats);
+			counts = rc == TW_OK;
+		} else {
+			fail("%s: tw_engine_stop(10 s drain): %s", ph->name, rc_name(rc));
+		}
+		tw_engine_destroy(ph->engine);
+	} else if (ph->end == END_STOP_RACING) {
+		atomic_store(&ph->stopping, true);
+		rc = tw_engine_stop(ph->engine, rnd(3));
+		if (rc == TW_OK)
+			atomic_store(&ph->drained, true);
+		else if (rc != -TW_ETIMEDOUT)
+			fail("%s: tw_engine_stop: %s", ph->name, rc_name(rc));
+		atomic_store(&ph->app_stop, true);
+		for (unsigned i = 0; i < APP_THREADS; i++)
+			pthread_join(apps[i], NULL);
+		tw_engine_destroy(ph->engine);
+	} else {
+		atomic_store(&ph->app_stop, true);
+		for (unsigned i = 0; i < APP_THREADS; i++)
+			pthread_join(apps[i], NULL);
+		atomic_store(&ph->stopping, true);
+		tw_engine_destroy(ph->engine);
+	}
+	atomic_store(&ph->destroyed, true);
+	verify(ph, sum, stats.runs, stats.failures, counts);
+	if (counts)
+		printf("stress:   %s: engine skipped %" PRIu64 " (overlap) %" PRIu64
+		       " (overload) %" PRIu64 " (missed), %" PRIu64 " slow runs, %" PRIu64
+		       " warnings logged\n",
+		       ph->name, stats.skipped_overlap, stats.skipped_overload, stats.skipped_missed,
+		       stats.slow_runs, atomic_load(&ph->log_warnings));
+	printf("stress:   %s: %.2f s\n", ph->name, (double)(now_ns() - t0) / 1e9);
+	free(ph->pool);
+	return atomic_load(&violations) == violations_before;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = 3;
+	const char *arg = argc > 1 ? argv[1] : getenv("STRESS_SECONDS");
+	if (arg && (seconds = strtod(arg, NULL)) <= 0) {
+		fprintf(stderr, "usage: %s [seconds > 0]\n", argv[0]);
+		return 2;
+	}
+	const char *seed = getenv("STRESS_SEED");
+	base_seed = seed ? strtoull(seed, NULL, 0) : now_ns();
+	const char *loose = getenv("STRESS_LOOSE_CANCEL");
+	loose_cancel = loose && *loose && strcmp(loose, "0");
+	printf("stress: seed %" PRIu64 ", %.1f s of churn%s\n", base_seed, seconds,
+	       loose_cancel ? ", loose cancel check" : "");
+	fflush(stdout);
+
+	const char *rounds_env = getenv("STRESS_ROUNDS");
+	unsigned rounds = rounds_env ? (unsigned)strtoul(rounds_env, NULL, 0) : 6;
+
+	struct totals sum = {0};
+	struct phase churn = {
+		.name = "churn",
+		.end = END_DRAIN,
+		.seconds = seconds,
+		.executors = 3,
+		.queue_capacity = 16, /* small: some firings are skipped for overload */
+		.slow_pct = 10,
+		.slow_min_us = 100,
+		.slow_max_us = 2000,
+		.check_late_release = true,
+		.pool_size = (size_t)(65536 + (seconds < 60 ? seconds : 60) * 20000),
+	};
+	run_phase(&churn, &sum);
+	for (unsigned round = 0; round < rounds; round++) {
+		struct phase teardown = {
+			.name = round % 2 ? "destroy-while-running" : "stop-while-running",
+			.end = round % 2 ? END_DESTROY : END_STOP_RACING,
+			.seconds = 0.2,
+			.executors = 2,
+			.queue_capacity = 64,
+			.slow_pct = 100,
+			.slow_min_us = 2000,
+			.slow_max_us = 6000,
+			.pool_size = 1u << 16,
+		};
+		run_phase(&teardown, &sum);
+	}
+	unsigned long n = atomic_load(&violations);
+	if (n) {
+		printf("stress: %lu violations (first %u printed on stderr)\n", n, MAX_REPORTS);
+		return 1;
+	}
+	printf("stress: %" PRIu64 " ops, %" PRIu64 " runs, %" PRIu64 " tasks, all released once\n",
+	       sum.ops, sum.runs, sum.tasks);
+	return 0;
+}
