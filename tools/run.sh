@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# tools/run.sh - the single entry point: set-up, the demo, and the test suites.
+#
+#   tools/run.sh setup       install missing Debian packages, configure build/, build it
+#   tools/run.sh demo        setup, then run build/tools/tw-wheel-demo
+#   tools/run.sh test        setup, then the test suites in build/
+#   tools/run.sh test-asan   the test suites in build-asan/ (ASan + UBSan, no recovery)
+#   tools/run.sh all-tests   test, then test-asan
+#
+# Meant for a fresh Debian 12 machine as root. Every test run ends with a line
+# "tests: N passed, N failed" and exits non-zero on any failure. Criterion exits 0 without
+# running anything when given an unknown option, and a filter matching nothing runs 0 tests,
+# so each Criterion suite must have printed "Synthesis: Tested: N" with N > 0 and Failing: 0.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+PACKAGES=(meson ninja-build pkg-config gcc liburcu-dev libjemalloc-dev libcriterion-dev
+	libuv1-dev libevent-dev libev-dev valgrind gnuplot-nox)
+
+log() { printf 'run.sh: %s\n' "$*" >&2; }
+die() { printf 'run.sh: error: %s\n' "$*" >&2; exit 1; }
+
+install_packages() {
+	local missing=() p
+	for p in "${PACKAGES[@]}"; do
+		if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+			missing+=("$p")
+		fi
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	log "installing ${missing[*]}"
+	local sudo=()
+	if [ "$(id -u)" -ne 0 ]; then
+		command -v sudo >/dev/null || die "not root and no sudo: install ${missing[*]}"
+		sudo=(sudo)
+	fi
+	"${sudo[@]}" apt-get update </dev/null || return 1
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y \
+		"${missing[@]}" </dev/null || return 1
+}
+
+# configure DIR [meson options...]: meson setup DIR unless it is already configured (a setup
+# that failed half-way is wiped and redone).
+configure() {
+	local dir="$1"
+	shift
+	if [ -f "$dir/build.ninja" ]; then
+		return 0
+	elif [ -f "$dir/meson-private/coredata.dat" ]; then
+		meson setup --wipe "$dir" -Dtests=enabled "$@" </dev/null || return 1
+	else
+		meson setup "$dir" -Dtests=enabled "$@" </dev/null || return 1
+	fi
+}
+
+# The functions below return on the first error even where errexit is off (if !, ||).
+setup() {
+	install_packages || return 1
+	configure build || return 1
+	ninja -C build
+}
+
+# verify DIR MESON_RC: reads DIR/meson-logs/testlog.txt, prints one line per meson test and
+# the final "tests: N passed, N failed" line; returns non-zero on any failure.
+verify() {
+	local dir="$1" meson_rc="$2"
+	python3 - "$dir/meson-logs/testlog.txt" "$meson_rc" <<'EOF'
+import os, re, shlex, sys
+
+path, meson_rc = sys.argv[1], int(sys.argv[2])
+passed = failed = 0
+problems = []
+
+def is_criterion(cmd):
+    try:
+        argv = shlex.split(cmd)
+    except ValueError:
+        argv = cmd.split()
+    for tok in argv:
+        if re.match(r'^[A-Za-z_][A-Za-z0-9_]*=', tok) or not os.path.isfile(tok):
+            continue
+        with open(tok, 'rb') as f:
+            if b'libcriterion.so' in f.read():
+                return True
+    return False
+
+try:
+    text = open(path, encoding='utf-8', errors='replace').read()
+except OSError:
+    text = None
+    problems.append('no test log at %s' % path)
+
+sections = []
+if text is not None:
+    text = re.sub(r'\x1b\[[0-9;]*m', '', text)
+    sections = re.split(r'^=+ \d+/\d+ =+$', text, flags=re.M)[1:]
+    if not sections:
+        problems.append('meson ran no tests')
+
+suites = 0
+for sec in sections:
+    get = lambda key: (re.search(r'^%s:\s*(.*)$' % key, sec, re.M) or [None, ''])[1].strip()
+    name, result, cmd = get('test'), get('result'), get('command')
+    ok_exit = result == 'exit status 0'
+    # LSan's report at a Criterion worker's exit does not fail the test: count it here.
+    leaks = len(re.findall(r'ERROR: LeakSanitizer', sec))
+    if leaks:
+        failed += leaks
+        problems.append('%s: %d LeakSanitizer report(s)' % (name, leaks))
+    if is_criterion(cmd):
+        suites += 1
+        syn = re.findall(r'Synthesis: Tested: (\d+) \| Passing: (\d+) \| Failing: (\d+)', sec)
+        if not syn:
+            failed += 1
+            problems.append('%s: Criterion suite printed no Synthesis line (%s)' % (name, result))
+            continue
+        tested, p, f = map(int, syn[-1])
+        passed += p
+        failed += f
+        if tested == 0:
+            failed += 1
+            problems.append('%s: Criterion suite ran 0 tests (filter or option trap?)' % name)
+        elif f:
+            problems.append('%s: %d of %d tests failed' % (name, f, tested))
+        elif not ok_exit:
+            failed += 1
+            problems.append('%s: all %d tests passed but the suite ended with %s' % (name, tested, result))
+        print('  %-36s Criterion: %d tested, %d passing, %d failing' % (name, tested, p, f))
+    else:
+        if result in ('exit status 0', 'OK'):
+            passed += 1
+        elif result in ('exit status 77', 'SKIP', 'skipped'):
+            print('  %-36s skipped' % name)
+            continue
+        else:
+            failed += 1
+            problems.append('%s: %s' % (name, result))
+        print('  %-36s %s' % (name, result))
+
+if text is not None and suites == 0:
+    failed += 1
+    problems.append('no Criterion suite was run (is tests/meson.build registering them?)')
+if meson_rc != 0 and failed == 0:
+    failed += 1
+    problems.append('meson test exited with status %d' % meson_rc)
+for p in problems:
+    print('FAIL: ' + p)
+print('tests: %d passed, %d failed' % (passed, failed))
+sys.exit(1 if failed else 0)
+EOF
+}
+
+# run_tests DIR: meson test in DIR, then verify its log.
+run_tests() {
+	local dir="$1" rc=0
+	rm -f "$dir/meson-logs/testlog.txt"
+	meson test -C "$dir" --print-errorlogs </dev/null || rc=$?
+	log "checking $dir/meson-logs/testlog.txt"
+	verify "$dir" "$rc"
+}
+
+# Marks a failed build as one failed test, so that every test run ends with the summary line.
+build_or_fail() {
+	if ! "$@"; then
+		echo "FAIL: build ($*)"
+		echo "tests: 0 passed, 1 failed"
+		exit 1
+	fi
+}
+
+do_test() {
+	build_or_fail setup
+	run_tests build
+}
+
+do_test_asan() {
+	build_or_fail install_packages
+	build_or_fail configure build-asan -Db_sanitize=address,undefined \
+		-Dc_args=-fno-sanitize-recover=all -Dallocator=libc
+	build_or_fail ninja -C build-asan
+	export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"
+	export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+	run_tests build-asan
+}
+
+cmd="${1:-}"
+case "$cmd" in
+setup)
+	setup
+	;;
+demo)
+	setup
+	exec build/tools/tw-wheel-demo
+	;;
+test)
+	do_test
+	;;
+test-asan)
+	do_test_asan
+	;;
+all-tests)
+	rc=0
+	self="$ROOT/tools/run.sh"
+	out="$(mktemp)"
+	trap 'rm -f "$out"' EXIT
+	log "== test (build/)"
+	bash "$self" test 2>&1 | tee "$out" || rc=1
+	sums=$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1 || true)
+	log "== test-asan (build-asan/)"
+	bash "$self" test-asan 2>&1 | tee "$out" || rc=1
+	sums="$sums"$'\n'$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1 || true)
+	p=$(awk '/^tests:/ { s += $2 } END { print s + 0 }' <<<"$sums")
+	f=$(awk '/^tests:/ { s += $4 } END { print s + 0 }' <<<"$sums")
+	[ "$(grep -c '^tests:' <<<"$sums")" -eq 2 ] || { rc=1; f=$((f + 1)); }
+	[ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
+	echo "all-tests (build/ + build-asan/):"
+	echo "tests: $p passed, $f failed"
+	exit "$rc"
+	;;
+*)
+	echo "usage: tools/run.sh setup|demo|test|test-asan|all-tests" >&2
+	exit 2
+	;;
+esac
