@@ -179,7 +179,8 @@ static inline void file(struct wheel *w, struct wheel_entry *e)
 	unsigned level = level_for(w, e->due);
 	struct wheel_slot *s = slot_for(w, level, e->due);
 	link_tail(w, s, e);
-	if (level == 0)
+	/* A slot that had entries already has its window's work scheduled. */
+	if (level == 0 || s->count > 1)
 		return;
 	/* The top level files a due beyond its span in the slot of the same
 	 * index, and keeps it there, in order, while that slot's earlier
