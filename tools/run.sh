@@ -2,10 +2,11 @@
 # tools/run.sh - the single entry point: set-up, the demo, and the test suites.
 #
 #   tools/run.sh setup       install missing Debian packages, configure build/, build it
-#   tools/run.sh demo        setup, then run build/tools/tw-wheel-demo
+#   tools/run.sh demo        setup, then the main job: build/tools/tw-showcase (options pass on)
 #   tools/run.sh test        setup, then the test suites in build/
 #   tools/run.sh test-asan   the test suites in build-asan/ (ASan + UBSan, no recovery)
-#   tools/run.sh all-tests   test, then test-asan
+#   tools/run.sh test-tsan   the plain-program suites in build-tsan/ (ThreadSanitizer)
+#   tools/run.sh all-tests   test, then test-asan, then test-tsan
 #
 # Meant for a fresh Debian 12 machine as root. Every test run ends with a line
 # "tests: N passed, N failed" and exits non-zero on any failure. Criterion exits 0 without
@@ -185,6 +186,15 @@ do_test_asan() {
 	run_tests build-asan
 }
 
+# ThreadSanitizer: Criterion does not run under it here, so this build runs the plain-program
+# suites only (the engine's concurrency stress test, the wheel demo).
+do_test_tsan() {
+	build_or_fail install_packages
+	build_or_fail configure build-tsan -Db_sanitize=thread -Dallocator=libc
+	build_or_fail ninja -C build-tsan
+	run_tests build-tsan
+}
+
 cmd="${1:-}"
 case "$cmd" in
 setup)
@@ -192,13 +202,16 @@ setup)
 	;;
 demo)
 	setup
-	exec build/tools/tw-wheel-demo
+	exec build/tools/tw-showcase "${@:2}"
 	;;
 test)
 	do_test
 	;;
 test-asan)
 	do_test_asan
+	;;
+test-tsan)
+	do_test_tsan
 	;;
 all-tests)
 	rc=0
@@ -208,19 +221,21 @@ all-tests)
 	log "== test (build/)"
 	bash "$self" test 2>&1 | tee "$out" || rc=1
 	sums=$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1 || true)
-	log "== test-asan (build-asan/)"
-	bash "$self" test-asan 2>&1 | tee "$out" || rc=1
-	sums="$sums"$'\n'$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1 || true)
+	for kind in asan tsan; do
+		log "== test-$kind (build-$kind/)"
+		bash "$self" "test-$kind" 2>&1 | tee "$out" || rc=1
+		sums="$sums"$'\n'$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1 || true)
+	done
 	p=$(awk '/^tests:/ { s += $2 } END { print s + 0 }' <<<"$sums")
 	f=$(awk '/^tests:/ { s += $4 } END { print s + 0 }' <<<"$sums")
-	[ "$(grep -c '^tests:' <<<"$sums")" -eq 2 ] || { rc=1; f=$((f + 1)); }
+	[ "$(grep -c '^tests:' <<<"$sums")" -eq 3 ] || { rc=1; f=$((f + 1)); }
 	[ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
-	echo "all-tests (build/ + build-asan/):"
+	echo "all-tests (build/ + build-asan/ + build-tsan/):"
 	echo "tests: $p passed, $f failed"
 	exit "$rc"
 	;;
 *)
-	echo "usage: tools/run.sh setup|demo|test|test-asan|all-tests" >&2
+	echo "usage: tools/run.sh setup|demo [showcase options]|test|test-asan|test-tsan|all-tests" >&2
 	exit 2
 	;;
 esac

@@ -67,42 +67,45 @@ static inline tw_config manual_config(unsigned executors)
 	return cfg;
 }
 
-static inline tw_engine *engine_new(const tw_config *cfg)
+static inline tw_engine *engine_new_at(const tw_config *cfg, int line)
 {
 	tw_engine *e = NULL;
 	int rc = tw_engine_create(cfg, &e);
-	cr_assert_eq(rc, TW_OK, "tw_engine_create: %s", tw_strerror(rc));
-	cr_assert_not_null(e);
+	cr_assert_eq(rc, TW_OK, "line %d: tw_engine_create: %s", line, tw_strerror(rc));
+	cr_assert_not_null(e, "line %d", line);
 	return e;
 }
+#define engine_new(cfg) engine_new_at(cfg, __LINE__)
 
-static inline tw_engine *manual_engine(unsigned executors)
+static inline tw_engine *manual_engine_at(unsigned executors, int line)
 {
 	tw_config cfg = manual_config(executors);
-	return engine_new(&cfg);
+	return engine_new_at(&cfg, line);
 }
-
-/* Advances the manual clock and waits until the runs it started returned. */
-static inline void step(tw_engine *e, uint64_t ms)
-{
-	int rc = tw_advance(e, ms);
-	cr_assert_eq(rc, TW_OK, "tw_advance(%" PRIu64 "): %s", ms, tw_strerror(rc));
-	rc = tw_quiesce(e);
-	cr_assert_eq(rc, TW_OK, "tw_quiesce: %s", tw_strerror(rc));
-}
+#define manual_engine(executors) manual_engine_at(executors, __LINE__)
 
 /* Advances only: the runs may still be going when it returns. */
-static inline void advance(tw_engine *e, uint64_t ms)
+static inline void advance_at(tw_engine *e, uint64_t ms, int line)
 {
 	int rc = tw_advance(e, ms);
-	cr_assert_eq(rc, TW_OK, "tw_advance(%" PRIu64 "): %s", ms, tw_strerror(rc));
+	cr_assert_eq(rc, TW_OK, "line %d: tw_advance(%" PRIu64 "): %s", line, ms, tw_strerror(rc));
 }
+#define advance(e, ms) advance_at(e, ms, __LINE__)
 
-static inline void quiesce(tw_engine *e)
+static inline void quiesce_at(tw_engine *e, int line)
 {
 	int rc = tw_quiesce(e);
-	cr_assert_eq(rc, TW_OK, "tw_quiesce: %s", tw_strerror(rc));
+	cr_assert_eq(rc, TW_OK, "line %d: tw_quiesce: %s", line, tw_strerror(rc));
 }
+#define quiesce(e) quiesce_at(e, __LINE__)
+
+/* Advances the manual clock and waits until the runs it started returned. */
+static inline void step_at(tw_engine *e, uint64_t ms, int line)
+{
+	advance_at(e, ms, line);
+	quiesce_at(e, line);
+}
+#define step(e, ms) step_at(e, ms, __LINE__)
 
 /* ---- tasks ---- */
 
@@ -117,39 +120,44 @@ static inline tw_task_spec spec_of(uint64_t delay_ms, uint64_t period_ms, tw_cal
 	return spec;
 }
 
-static inline tw_id add_spec(tw_engine *e, const tw_task_spec *spec)
+static inline tw_id add_spec_at(tw_engine *e, const tw_task_spec *spec, int line)
 {
 	tw_id id = 0;
 	int rc = tw_add(e, spec, &id);
-	cr_assert_eq(rc, TW_OK, "tw_add: %s", tw_strerror(rc));
-	cr_assert_neq(id, 0, "tw_add returned id 0");
+	cr_assert_eq(rc, TW_OK, "line %d: tw_add: %s", line, tw_strerror(rc));
+	cr_assert_neq(id, 0, "line %d: tw_add returned id 0", line);
 	return id;
 }
+#define add_spec(e, spec) add_spec_at(e, spec, __LINE__)
 
-static inline tw_id add_task(tw_engine *e, uint64_t delay_ms, uint64_t period_ms, tw_callback cb,
-			     void *arg)
+static inline tw_id add_task_at(tw_engine *e, uint64_t delay_ms, uint64_t period_ms, tw_callback cb,
+				void *arg, int line)
 {
 	tw_task_spec spec = spec_of(delay_ms, period_ms, cb, arg);
-	return add_spec(e, &spec);
+	return add_spec_at(e, &spec, line);
 }
+#define add_task(e, delay_ms, period_ms, cb, arg) \
+	add_task_at(e, delay_ms, period_ms, cb, arg, __LINE__)
 
-static inline tw_task_info info_of(tw_engine *e, tw_id id)
+static inline tw_task_info info_of_at(tw_engine *e, tw_id id, int line)
 {
 	tw_task_info info;
 	memset(&info, 0xa5, sizeof info);
 	int rc = tw_get(e, id, &info);
-	cr_assert_eq(rc, TW_OK, "tw_get(%" PRIu64 "): %s", id, tw_strerror(rc));
+	cr_assert_eq(rc, TW_OK, "line %d: tw_get(%" PRIu64 "): %s", line, id, tw_strerror(rc));
 	return info;
 }
+#define info_of(e, id) info_of_at(e, id, __LINE__)
 
-static inline tw_engine_stats stats_of(tw_engine *e)
+static inline tw_engine_stats stats_of_at(tw_engine *e, int line)
 {
 	tw_engine_stats stats;
 	memset(&stats, 0xa5, sizeof stats);
 	int rc = tw_stats(e, &stats);
-	cr_assert_eq(rc, TW_OK, "tw_stats: %s", tw_strerror(rc));
+	cr_assert_eq(rc, TW_OK, "line %d: tw_stats: %s", line, tw_strerror(rc));
 	return stats;
 }
+#define stats_of(e) stats_of_at(e, __LINE__)
 
 static inline uint64_t info_skips(const tw_task_info *info)
 {
@@ -164,14 +172,15 @@ static inline int probe_callback(const tw_fire *fire, void *arg)
 	return 0;
 }
 
-static inline uint64_t manual_now(tw_engine *e)
+static inline uint64_t manual_now_at(tw_engine *e, int line)
 {
 	enum { PROBE_DELAY_MS = 1000000 };
-	tw_id id = add_task(e, PROBE_DELAY_MS, 0, probe_callback, NULL);
-	uint64_t now = info_of(e, id).next_due_ns - PROBE_DELAY_MS * NS_PER_MS;
-	cr_assert_eq(tw_cancel(e, id), TW_OK);
+	tw_id id = add_task_at(e, PROBE_DELAY_MS, 0, probe_callback, NULL, line);
+	uint64_t now = info_of_at(e, id, line).next_due_ns - PROBE_DELAY_MS * NS_PER_MS;
+	cr_assert_eq(tw_cancel(e, id), TW_OK, "line %d", line);
 	return now;
 }
+#define manual_now(e) manual_now_at(e, __LINE__)
 
 /* ---- waiting ---- */
 
@@ -244,24 +253,24 @@ enum { MAX_RECORDED = 8192 };
 /* What a recording callback saw; shared with the executor threads. */
 struct recorder {
 	tw_engine *engine;
-	_Atomic uint64_t runs;        /* callbacks entered */
-	_Atomic uint64_t returned;    /* callbacks returned */
-	_Atomic uint64_t releases;    /* release calls */
+	_Atomic uint64_t runs;          /* callbacks entered */
+	_Atomic uint64_t returned;      /* callbacks returned */
+	_Atomic uint64_t releases;      /* release calls */
 	_Atomic uint64_t release_early; /* releases seen while a run was going */
-	_Atomic uint64_t in_flight;   /* runs going now */
+	_Atomic uint64_t in_flight;     /* runs going now */
 	_Atomic uint64_t max_in_flight;
-	_Atomic uint64_t bad_fire;    /* tw_fire fields that were wrong */
+	_Atomic uint64_t bad_fire;       /* tw_fire fields that were wrong */
 	_Atomic uint64_t on_test_thread; /* runs on the thread that made the recorder */
-	_Atomic uint64_t gate_timeouts; /* blocked runs that were never let through */
-	_Atomic uint64_t skipped_seen; /* sum of tw_fire.skipped */
-	_Atomic int fail;             /* return value of the callback */
-	_Atomic bool block;           /* wait on `gate` in every run */
-	struct gate gate;             /* opened by the test */
-	struct gate started;          /* posted at the start of every run */
+	_Atomic uint64_t gate_timeouts;  /* blocked runs that were never let through */
+	_Atomic uint64_t skipped_seen;   /* sum of tw_fire.skipped */
+	_Atomic int fail;                /* return value of the callback */
+	_Atomic bool block;              /* wait on `gate` in every run */
+	struct gate gate;                /* opened by the test */
+	struct gate started;             /* posted at the start of every run */
 	pthread_t test_thread;
-	_Atomic tw_id id;             /* the task, for checking tw_fire.id (0: not yet known) */
-	bool concurrent;              /* runs may overlap: tw_fire.run may come out of order */
-	uint64_t due[MAX_RECORDED];   /* tw_fire.due_ns by run number - 1 */
+	_Atomic tw_id id;               /* the task, for checking tw_fire.id (0: not yet known) */
+	bool concurrent;                /* runs may overlap: tw_fire.run may come out of order */
+	uint64_t due[MAX_RECORDED];     /* tw_fire.due_ns by run number - 1 */
 	uint64_t skipped[MAX_RECORDED]; /* tw_fire.skipped by run number - 1 */
 };
 
@@ -323,24 +332,27 @@ static inline void record_release(void *arg)
 }
 
 /* A task whose runs are recorded in r and whose release counts in r. */
-static inline tw_id add_recorded(tw_engine *e, struct recorder *r, uint64_t delay_ms,
-				 uint64_t period_ms, unsigned flags)
+static inline tw_id add_recorded_at(tw_engine *e, struct recorder *r, uint64_t delay_ms,
+				    uint64_t period_ms, unsigned flags, int line)
 {
 	tw_task_spec spec = spec_of(delay_ms, period_ms, record_callback, r);
 	spec.release = record_release;
 	spec.flags = flags;
 	r->concurrent = flags & TW_CONCURRENT;
-	tw_id id = add_spec(e, &spec);
+	tw_id id = add_spec_at(e, &spec, line);
 	atomic_store(&r->id, id);
 	return id;
 }
+#define add_recorded(e, r, delay_ms, period_ms, flags) \
+	add_recorded_at(e, r, delay_ms, period_ms, flags, __LINE__)
 
 /* Waits until a run of r's task has started (a blocked one, typically). */
-static inline void wait_started(struct recorder *r)
+static inline void wait_started_at(struct recorder *r, int line)
 {
-	cr_assert(gate_pass(&r->started, WAIT_LIMIT_MS), "no run started within %d ms",
-		  (int)WAIT_LIMIT_MS);
+	cr_assert(gate_pass(&r->started, WAIT_LIMIT_MS), "line %d: no run started within %d ms",
+		  line, (int)WAIT_LIMIT_MS);
 }
+#define wait_started(r) wait_started_at(r, __LINE__)
 
 /* The checks every recorder ends with. */
 static inline void assert_recorder_sane(struct recorder *r)
@@ -370,11 +382,13 @@ static inline void count_release(void *arg)
 	atomic_fetch_add(&((struct counts *)arg)->releases, 1);
 }
 
-static inline tw_id add_counted(tw_engine *e, struct counts *c, uint64_t delay_ms, uint64_t period_ms)
+static inline tw_id add_counted_at(tw_engine *e, struct counts *c, uint64_t delay_ms,
+				   uint64_t period_ms, int line)
 {
 	tw_task_spec spec = spec_of(delay_ms, period_ms, count_callback, c);
 	spec.release = count_release;
-	return add_spec(e, &spec);
+	return add_spec_at(e, &spec, line);
 }
+#define add_counted(e, c, delay_ms, period_ms) add_counted_at(e, c, delay_ms, period_ms, __LINE__)
 
 #endif

@@ -85,8 +85,8 @@ Test(callbacks, blocked_callbacks_do_not_stop_the_wheel)
 
 struct self {
 	tw_engine *engine;
-	uint64_t until_run;  /* act until this run */
-	uint64_t delay;      /* for rescheduling */
+	uint64_t until_run; /* act until this run */
+	uint64_t delay;     /* for rescheduling */
 	_Atomic uint64_t runs, releases, bad_rc, returned;
 	uint64_t due[64];
 };
@@ -265,7 +265,7 @@ Test(callbacks, callback_pauses_and_resumes_another_task)
 	struct recorder *r = recorder_new(e);
 	struct control c = { .engine = e };
 	uint64_t t0 = manual_now(e);
-	c.target = add_recorded(e, r, 2, 2, 0);   /* t0 + 2, 4 */
+	c.target = add_recorded(e, r, 2, 2, 0);       /* t0 + 2, 4 */
 	add_task(e, 5, 5, pause_resume_callback, &c); /* pause at t0 + 5, resume at t0 + 10 */
 	for (int i = 0; i < 9; i++)
 		step(e, 1);
@@ -361,7 +361,7 @@ struct failing {
 	_Atomic uint64_t runs;
 	_Atomic unsigned pattern; /* bit k: run k + 1 (mod 32) fails */
 	_Atomic uint64_t returned_nonzero;
-	int value;           /* what a failing run returns */
+	int value; /* what a failing run returns */
 };
 
 static int failing_callback(const tw_fire *fire, void *arg)
@@ -382,7 +382,8 @@ Test(callbacks, failing_callback_is_paused_after_max_failures_in_a_row)
 	struct failing f = { .pattern = 0xffffffffu, .value = 1 };
 	uint64_t t0 = manual_now(e);
 	tw_id id = add_task(e, 1, 1, failing_callback, &f);
-	step(e, 2);
+	step(e, 1);
+	step(e, 1);
 	tw_task_info info = info_of(e, id);
 	cr_assert_eq(info.state, TW_WAITING);
 	cr_assert_eq(info.consecutive_failures, 2);
@@ -408,7 +409,8 @@ Test(callbacks, failing_callback_is_paused_after_max_failures_in_a_row)
 	cr_assert_eq(info.consecutive_failures, 0);
 	cr_assert_eq(info.failures, 3, "resume keeps the failure total");
 	cr_assert_eq(info.next_due_ns, t0 + 24 * NS_PER_MS);
-	step(e, 2);
+	step(e, 1);
+	step(e, 1);
 	info = info_of(e, id);
 	cr_assert_eq(info.state, TW_WAITING);
 	cr_assert_eq(info.consecutive_failures, 2);
@@ -436,7 +438,8 @@ Test(callbacks, negative_return_is_a_failure)
 	tw_engine *e = engine_new(&cfg);
 	struct failing f = { .pattern = 0xffffffffu, .value = -5 };
 	tw_id id = add_task(e, 1, 1, failing_callback, &f);
-	step(e, 5);
+	for (int i = 0; i < 5; i++)
+		step(e, 1);
 	tw_task_info info = info_of(e, id);
 	cr_assert_eq(info.failures, 2);
 	cr_assert_eq(info.paused_by_failures, true);
@@ -512,7 +515,8 @@ Test(callbacks, user_pause_is_not_a_pause_by_failures)
 	tw_engine *e = engine_new(&cfg);
 	struct failing f = { .pattern = 0xffffffffu, .value = 1 };
 	tw_id id = add_task(e, 1, 1, failing_callback, &f);
-	step(e, 3);
+	for (int i = 0; i < 3; i++)
+		step(e, 1);
 	cr_assert_eq(tw_pause(e, id), TW_OK);
 	tw_task_info info = info_of(e, id);
 	cr_assert_eq(info.state, TW_PAUSED);

@@ -80,7 +80,8 @@ Test(lifecycle, destroy_releases_every_task_once_in_every_state)
 	tw_id *id = calloc(N, sizeof *id);
 	cr_assert_not_null(id);
 	for (int i = 0; i < N; i++)
-		id[i] = add_counted(e, &c[i], (uint64_t)(i % 50) + 1, i % 5 == 0 ? 0 : (uint64_t)(i % 7) + 1);
+		id[i] = add_counted(e, &c[i], (uint64_t)(i % 50) + 1,
+				    i % 5 == 0 ? 0 : (uint64_t)(i % 7) + 1);
 	for (int i = 0; i < N; i++) {
 		if (i % 3 == 0)
 			cr_assert_eq(tw_cancel(e, id[i]), TW_OK);
@@ -163,6 +164,38 @@ Test(lifecycle, cancel_before_a_queued_run_starts_prevents_it)
 	assert_no_leaks();
 }
 
+/* Pause a task whose firing was handed out but has not started: the run
+ * does not start, and the firing counts as skipped, not lost. */
+Test(lifecycle, pause_before_a_queued_run_starts_prevents_it)
+{
+	tw_engine *e = manual_engine(1);
+	struct recorder *blocker = recorder_new(e), *r = recorder_new(e);
+	add_recorded(e, blocker, 1, 0, 0);
+	atomic_store(&blocker->block, true);
+	advance(e, 1);
+	wait_started(blocker);
+	tw_id id = add_recorded(e, r, 1, 10, 0);
+	advance(e, 1); /* r's firing is handed out, behind the blocker */
+	cr_assert_eq(tw_pause(e, id), TW_OK);
+	gate_open(&blocker->gate, 1);
+	quiesce(e);
+	cr_assert_eq(atomic_load(&r->runs), 0, "the callback ran after tw_pause returned");
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.state, TW_PAUSED);
+	cr_assert_eq(info.runs + info_skips(&info), 1, "the firing was neither run nor skipped");
+	cr_assert_eq(tw_resume(e, id), TW_OK);
+	step(e, 10);
+	cr_assert_eq(atomic_load(&r->runs), 1);
+	cr_assert_eq(r->skipped[0], 1, "the run after resume reports the dropped firing");
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&r->releases), 1);
+	assert_recorder_sane(r);
+	assert_recorder_sane(blocker);
+	recorder_free(blocker);
+	recorder_free(r);
+	assert_no_leaks();
+}
+
 /* A one-shot whose only firing was skipped (full queue) completes, and is
  * released once too. */
 Test(lifecycle, skipped_one_shot_is_released_once)
@@ -234,9 +267,9 @@ Test(lifecycle, ended_tasks_answer_until_retain_ms_then_not_found)
 	struct counts a = { 0 }, b = { 0 };
 	tw_id done = add_counted(e, &a, 10, 0);
 	tw_id gone = add_counted(e, &b, 1000, 0);
-	step(e, 10); /* t0 + 10: done completes */
+	step(e, 10);                             /* t0 + 10: done completes */
 	cr_assert_eq(tw_cancel(e, gone), TW_OK); /* and gone is cancelled */
-	step(e, 99); /* t0 + 109 */
+	step(e, 99);                             /* t0 + 109 */
 	tw_task_info info = info_of(e, done);
 	cr_assert_eq(info.state, TW_COMPLETED);
 	cr_assert_eq(info.runs, 1);
@@ -314,6 +347,65 @@ Test(lifecycle, ids_are_never_reused)
 	tw_engine_destroy(e);
 	cr_assert_eq(atomic_load(&c.releases), n);
 	free(ids);
+	assert_no_leaks();
+}
+
+/* Tens of thousands of tasks: every id stays reachable while the engine
+ * makes room, including for a thread reading them meanwhile. */
+struct reader {
+	tw_engine *engine;
+	tw_id *ids;
+	_Atomic size_t published;
+	_Atomic bool done;
+	_Atomic uint64_t reads, misses;
+};
+
+static void *read_ids(void *arg)
+{
+	struct reader *r = arg;
+	unsigned seed = 7;
+	while (!atomic_load(&r->done)) {
+		size_t n = atomic_load(&r->published);
+		if (!n)
+			continue;
+		tw_task_info info;
+		tw_id id = r->ids[(size_t)rand_r(&seed) % n];
+		if (tw_get(r->engine, id, &info) != TW_OK || info.state != TW_WAITING)
+			atomic_fetch_add(&r->misses, 1);
+		atomic_fetch_add(&r->reads, 1);
+	}
+	return NULL;
+}
+
+Test(lifecycle, many_tasks_stay_reachable_while_the_engine_grows)
+{
+	enum { N = 40000 };
+	tw_engine *e = manual_engine(2);
+	struct counts c = { 0 };
+	struct reader r = { .engine = e };
+	r.ids = calloc(N, sizeof *r.ids);
+	cr_assert_not_null(r.ids);
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, read_ids, &r), 0);
+	for (size_t i = 0; i < N; i++) {
+		r.ids[i] = add_counted(e, &c, 1000000, 0);
+		atomic_store(&r.published, i + 1);
+	}
+	atomic_store(&r.done, true);
+	pthread_join(t, NULL);
+	cr_assert_gt(atomic_load(&r.reads), 0);
+	cr_assert_eq(atomic_load(&r.misses), 0, "a published id did not answer");
+	cr_assert_eq(stats_of(e).tasks_live, N);
+	for (size_t i = 0; i < N; i++) {
+		if (i % 2)
+			cr_assert_eq(tw_cancel(e, r.ids[i]), TW_OK);
+		else
+			cr_assert_eq(info_of(e, r.ids[i]).state, TW_WAITING);
+	}
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), N);
+	cr_assert_eq(atomic_load(&c.runs), 0);
+	free(r.ids);
 	assert_no_leaks();
 }
 
@@ -483,6 +575,45 @@ Test(lifecycle, stop_drops_firings_that_have_not_started)
 	assert_no_leaks();
 }
 
+/* A one-shot whose only firing was skipped ended without a run; stop still
+ * owes it its release, and has made it when it returns. */
+Test(lifecycle, stop_has_released_skipped_one_shots_when_it_returns)
+{
+	enum { ROUNDS = 100 };
+	for (int round = 0; round < ROUNDS; round++) {
+		tw_config cfg = manual_config(1);
+		cfg.queue_capacity = 1;
+		tw_engine *e = engine_new(&cfg);
+		struct recorder *blocker = recorder_new(e);
+		struct counts filler = { 0 }, skipped = { 0 };
+		tw_id b = add_recorded(e, blocker, 1, 0, 0);
+		atomic_store(&blocker->block, true);
+		advance(e, 1);
+		wait_started(blocker);
+		add_counted(e, &filler, 1, 0);
+		advance(e, 1); /* the filler takes the only place in the queue */
+		tw_id id = add_counted(e, &skipped, 1, 0);
+		advance(e, 1); /* no room: skipped, completed, release owed */
+		cr_assert_eq(info_of(e, id).state, TW_COMPLETED);
+		struct opener o = { .engine = e, .id = b, .gate = &blocker->gate, .delay_ms = 1 };
+		pthread_t t;
+		cr_assert_eq(pthread_create(&t, NULL, open_when_stopping, &o), 0);
+		cr_assert_eq(tw_engine_stop(e, 30000), TW_OK);
+		uint64_t released = atomic_load(&skipped.releases);
+		pthread_join(t, NULL);
+		cr_assert_eq(released, 1,
+			     "round %d: stop returned before releasing the skipped one-shot",
+			     round);
+		cr_assert_eq(atomic_load(&filler.releases), 1);
+		cr_assert_eq(atomic_load(&blocker->releases), 1);
+		tw_engine_destroy(e);
+		cr_assert_eq(atomic_load(&skipped.releases), 1);
+		assert_recorder_sane(blocker);
+		recorder_free(blocker);
+	}
+	assert_no_leaks();
+}
+
 /* Nothing fires after stop, on the real clock either. */
 Test(lifecycle, nothing_runs_after_stop_returns)
 {
@@ -572,12 +703,45 @@ Test(lifecycle, callback_stops_the_engine)
 	cr_assert(rc == TW_OK || rc == -TW_ESHUTDOWN);
 	cr_assert(wait_eq(&s.done, 1), "tw_engine_stop from a callback did not return");
 	int stop_rc = atomic_load(&s.rc);
-	cr_assert(stop_rc == TW_OK || stop_rc == -TW_ETIMEDOUT, "stop from a callback: %d", stop_rc);
+	cr_assert(stop_rc == TW_OK || stop_rc == -TW_ETIMEDOUT, "stop from a callback: %d",
+		  stop_rc);
 	cr_assert_eq(tw_advance(e, 1), -TW_ESHUTDOWN);
 	cr_assert(wait_eq(&s.other.releases, 1));
 	tw_engine_destroy(e);
 	cr_assert_eq(atomic_load(&s.runs), 1);
 	cr_assert_eq(atomic_load(&s.other.releases), 1);
+	assert_no_leaks();
+}
+
+/* A release is user code and may call any function: here the releases that
+ * tw_engine_stop makes destroy another engine, whose ended tasks are still
+ * being reclaimed. That engine must be gone cleanly (under AddressSanitizer
+ * a reclamation that outlives it is a use after free). */
+static void destroy_engine_release(void *arg)
+{
+	tw_engine_destroy(arg);
+}
+
+Test(lifecycle, release_made_by_stop_may_destroy_another_engine)
+{
+	for (int round = 0; round < 10; round++) {
+		tw_config cfg = manual_config(1);
+		cfg.retain_ms = 0;
+		tw_engine *a = manual_engine(1), *b = engine_new(&cfg);
+		struct counts c = { 0 }, ca = { 0 };
+		for (int i = 0; i < 200; i++)
+			cr_assert_eq(tw_cancel(b, add_counted(b, &c, 1000, 0)), TW_OK);
+		step(b, 2); /* retention over: b reclaims the 200 ended tasks */
+		tw_task_spec spec = spec_of(1000, 0, count_callback, &ca);
+		spec.release = destroy_engine_release;
+		spec.arg = b;
+		add_spec(a, &spec);
+		cr_assert_eq(tw_engine_stop(a, 1000), TW_OK);
+		tw_engine_destroy(a);
+		cr_assert_eq(atomic_load(&c.releases), 200);
+		cr_assert_eq(atomic_load(&ca.runs), 0);
+	}
+	sleep_ms(50); /* a reclamation an engine left behind would run by now */
 	assert_no_leaks();
 }
 
@@ -588,7 +752,8 @@ Test(lifecycle, engines_are_independent)
 	struct counts ca = { 0 }, cb = { 0 };
 	tw_id ia = add_counted(a, &ca, 5, 5);
 	add_counted(b, &cb, 5, 5);
-	step(a, 20);
+	for (int i = 0; i < 20; i++)
+		step(a, 1);
 	cr_assert_eq(atomic_load(&ca.runs), 4);
 	cr_assert_eq(atomic_load(&cb.runs), 0);
 	cr_assert_eq(info_of(a, ia).runs, 4);

@@ -59,7 +59,7 @@ Test(skips, slow_serial_task_skips_overlapping_firings)
 
 /* The callback blocks for a given number of test steps. */
 struct slow {
-	_Atomic uint64_t *clock; /* test steps so far */
+	_Atomic uint64_t *clock; /* test steps so far; UINT64_MAX: let every run go */
 	uint64_t hold;           /* steps each run lasts */
 	_Atomic uint64_t runs, in_flight, max_in_flight, skipped_seen, bad;
 	uint64_t period_ns;
@@ -77,7 +77,8 @@ static int slow_callback(const tw_fire *fire, void *arg)
 	if (last && s->period_ns && fire->due_ns - last != (fire->skipped + 1) * s->period_ns)
 		atomic_fetch_add(&s->bad, 1);
 	uint64_t deadline = mono_ns() + 30000 * NS_PER_MS;
-	while (atomic_load(s->clock) < until && mono_ns() < deadline)
+	uint64_t now;
+	while ((now = atomic_load(s->clock)) != UINT64_MAX && now < until && mono_ns() < deadline)
 		sleep_ms(1);
 	atomic_fetch_sub(&s->in_flight, 1);
 	return 0;
@@ -115,7 +116,7 @@ Test(skips, due_firings_equal_runs_plus_skips_under_random_load)
 		now += ms * NS_PER_MS;
 		atomic_fetch_add(&clock, 1);
 	}
-	atomic_store(&clock, UINT64_MAX / 2);
+	atomic_store(&clock, UINT64_MAX);
 	quiesce(e);
 	uint64_t runs = 0, overlap = 0, overload = 0, missed = 0;
 	for (int i = 0; i < N; i++) {
@@ -125,8 +126,8 @@ Test(skips, due_firings_equal_runs_plus_skips_under_random_load)
 			     "task %d: %" PRIu64 " runs + %" PRIu64 " skips != %" PRIu64 " dues", i,
 			     info.runs, info_skips(&info), dues);
 		cr_assert_eq(info.runs, atomic_load(&s[i].runs));
-		cr_assert_eq(atomic_load(&s[i].max_in_flight) <= 1, true, "serial task %d overlapped",
-			     i);
+		cr_assert_eq(atomic_load(&s[i].max_in_flight) <= 1, true,
+			     "serial task %d overlapped", i);
 		cr_assert_eq(atomic_load(&s[i].bad), 0, "task %d: skipped count != gap", i);
 		/* Skips reported to callbacks: all but those after the last run. */
 		cr_assert(atomic_load(&s[i].skipped_seen) <= info_skips(&info));
@@ -171,12 +172,13 @@ Test(skips, real_clock_slow_serial_task_accounts_for_every_gap)
 		uint64_t seen = atomic_load(&s.runs);
 		while (atomic_load(&s.runs) == seen && mono_ns() < deadline)
 			sleep_ms(1);
-		cr_assert_neq(atomic_load(&s.runs), seen, "no run within %d ms", (int)WAIT_LIMIT_MS);
+		cr_assert_neq(atomic_load(&s.runs), seen, "no run within %d ms",
+			      (int)WAIT_LIMIT_MS);
 		sleep_ms(3);
 		atomic_fetch_add(&clock, 1);
 	}
 	cr_assert_eq(tw_pause(e, id), TW_OK);
-	atomic_store(&clock, UINT64_MAX / 2);
+	atomic_store(&clock, UINT64_MAX);
 	quiesce(e);
 	tw_task_info info = info_of(e, id);
 	cr_assert_eq(atomic_load(&s.max_in_flight), 1);
@@ -245,7 +247,7 @@ Test(skips, full_queue_skips_for_overload)
 	advance(e, 1); /* t0 + 1: the blocker holds the only executor */
 	wait_started(blocker);
 	tw_id id = add_recorded(e, r, 1, 1, TW_CONCURRENT); /* dues t0 + 2, 3, ... */
-	advance(e, 1); /* t0 + 2: queued */
+	advance(e, 1);                                      /* t0 + 2: queued */
 	tw_task_info info = info_of(e, id);
 	cr_assert_eq(info.skipped_overload, 0);
 	cr_assert_eq(info.running, 1);
@@ -362,10 +364,11 @@ Test(skips, stats_count_runs_skips_and_failures)
 	cr_assert_eq(ia.failures, 0);
 	tw_engine_stats s = stats_of(e);
 	cr_assert_eq(s.runs, ia.runs + ib.runs + ic.runs);
-	cr_assert_eq(s.runs, atomic_load(&ok->runs) + atomic_load(&bad->runs) +
-				     atomic_load(&slow->runs));
+	cr_assert_eq(s.runs,
+		     atomic_load(&ok->runs) + atomic_load(&bad->runs) + atomic_load(&slow->runs));
 	cr_assert_eq(s.failures, ib.failures);
-	cr_assert_eq(s.skipped_overlap, ia.skipped_overlap + ib.skipped_overlap + ic.skipped_overlap);
+	cr_assert_eq(s.skipped_overlap,
+		     ia.skipped_overlap + ib.skipped_overlap + ic.skipped_overlap);
 	cr_assert_eq(ic.skipped_overlap, 3);
 	cr_assert_eq(s.skipped_overload + s.skipped_missed, 0);
 	uint64_t late = 0;
@@ -376,5 +379,50 @@ Test(skips, stats_count_runs_skips_and_failures)
 	recorder_free(ok);
 	recorder_free(bad);
 	recorder_free(slow);
+	assert_no_leaks();
+}
+
+/* queue_capacity is the number of firings an executor may hold: with 3, the
+ * fourth firing of a tick finds the queue full. */
+Test(skips, queue_holds_exactly_queue_capacity_firings)
+{
+	const unsigned capacities[] = { 1, 2, 3, 5, 8 };
+	for (size_t k = 0; k < sizeof capacities / sizeof capacities[0]; k++) {
+		enum { N = 12 };
+		tw_config cfg = manual_config(1);
+		cfg.queue_capacity = capacities[k];
+		tw_engine *e = engine_new(&cfg);
+		struct recorder *blocker = recorder_new(e);
+		struct counts c[N];
+		memset(c, 0, sizeof c);
+		tw_id id[N];
+		add_recorded(e, blocker, 1, 0, 0);
+		atomic_store(&blocker->block, true);
+		advance(e, 1);
+		wait_started(blocker);
+		for (int i = 0; i < N; i++)
+			id[i] = add_counted(e, &c[i], 1, 0);
+		advance(e, 1);
+		uint64_t held = 0, overload = 0;
+		for (int i = 0; i < N; i++) {
+			tw_task_info info = info_of(e, id[i]);
+			held += info.running;
+			overload += info.skipped_overload;
+		}
+		cr_assert_eq(held, capacities[k], "queue_capacity %u: %" PRIu64 " firings held",
+			     capacities[k], held);
+		cr_assert_eq(overload, N - capacities[k]);
+		gate_open(&blocker->gate, 1);
+		quiesce(e);
+		tw_engine_destroy(e);
+		uint64_t runs = 0;
+		for (int i = 0; i < N; i++) {
+			runs += atomic_load(&c[i].runs);
+			cr_assert_eq(atomic_load(&c[i].releases), 1);
+		}
+		cr_assert_eq(runs, capacities[k]);
+		assert_recorder_sane(blocker);
+		recorder_free(blocker);
+	}
 	assert_no_leaks();
 }

@@ -15,8 +15,8 @@
 
 enum op { OP_PAUSE, OP_RESUME, OP_CANCEL, OP_SET_DELAY, OP_SET_PERIOD, OP_GET, OP_COUNT };
 
-static const char *const op_names[OP_COUNT] = { "pause", "resume", "cancel", "set_delay",
-						"set_period", "get" };
+static const char *const op_names[OP_COUNT] = { "pause",     "resume",     "cancel",
+						"set_delay", "set_period", "get" };
 
 static int apply(tw_engine *e, tw_id id, enum op op)
 {
@@ -107,8 +107,8 @@ static void check_row(const struct row *row)
 		struct recorder *r = recorder_new(e);
 		tw_id id = task_in_state(e, r, row->state);
 		int rc = apply(e, id, (enum op)op);
-		cr_assert_eq(rc, row->rc[op], "state %d, %s: got %d (%s), wanted %d", (int)row->state,
-			     op_names[op], rc, tw_strerror(rc), row->rc[op]);
+		cr_assert_eq(rc, row->rc[op], "state %d, %s: got %d (%s), wanted %d",
+			     (int)row->state, op_names[op], rc, tw_strerror(rc), row->rc[op]);
 		tw_task_info info = info_of(e, id);
 		cr_assert_eq(info.state, row->after[op], "state %d, %s: state after %d, wanted %d",
 			     (int)row->state, op_names[op], (int)info.state, (int)row->after[op]);
@@ -470,7 +470,7 @@ Test(states, running_set_delay_moves_the_next_firing)
 	tw_engine *e = manual_engine(1);
 	struct recorder *r = recorder_new(e);
 	uint64_t t0 = manual_now(e);
-	tw_id id = task_in_state(e, r, TW_RUNNING); /* run 1 at t0 + 10, period 10 */
+	tw_id id = task_in_state(e, r, TW_RUNNING);  /* run 1 at t0 + 10, period 10 */
 	cr_assert_eq(tw_set_delay(e, id, 3), TW_OK); /* next due t0 + 13 */
 	cr_assert_eq(info_of(e, id).next_due_ns, t0 + 13 * NS_PER_MS);
 	gate_open(&r->gate, 1);
@@ -556,7 +556,7 @@ Test(states, running_pause_then_resume_during_the_run)
 	tw_id id = task_in_state(e, r, TW_RUNNING);
 	cr_assert_eq(tw_pause(e, id), TW_OK);
 	cr_assert_eq(info_of(e, id).state, TW_PAUSED);
-	advance(e, 2); /* t0 + 12 */
+	advance(e, 2);                         /* t0 + 12 */
 	cr_assert_eq(tw_resume(e, id), TW_OK); /* next due t0 + 22 */
 	tw_task_info info = info_of(e, id);
 	cr_assert_eq(info.state, TW_RUNNING);

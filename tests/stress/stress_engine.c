@@ -8,9 +8,9 @@
  * Callbacks reschedule, pause and cancel themselves, act on other slots, add
  * tasks, sometimes fail or run slowly; some tasks are TW_CONCURRENT. It ends
  * with tw_engine_stop (drained) and tw_engine_destroy.
- * Phase 2 (teardown): rounds in which the engine is stopped, or destroyed
- * outright, while callbacks that sleep a few ms are running and application
- * threads are still calling the API.
+ * Phase 2 (teardown): rounds in which, while callbacks that sleep a few ms
+ * are running, the engine is either stopped as application threads go on
+ * calling the API, then destroyed; or destroyed outright.
  *
  * Every task's arg is a record that checks, as it goes and at the end:
  *  - release is called exactly once for a task that tw_add accepted, never
@@ -27,9 +27,8 @@
  * Usage: stress_engine [seconds of phase 1, default 3]. The environment can
  * set STRESS_SECONDS (the same), STRESS_ROUNDS (teardown rounds of phase 2,
  * default 6), STRESS_SEED (the random seed; timing still differs from run
- * to run) and STRESS_LOOSE_CANCEL=1 (allow the firings that
- * were already handed to executors when tw_cancel returned to start; see
- * cancelled()).
+ * to run) and STRESS_LOOSE_CANCEL=1 (let the firings that were already
+ * handed to executors when tw_cancel returned start; see cancelled()).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -49,10 +48,10 @@
 #include <time.h>
 
 enum {
-	SLOTS = 256,         /* the shared array of tasks the operations pick from */
+	SLOTS = 256, /* the shared array of tasks the operations pick from */
 	APP_THREADS = 4,
-	MAX_LIVE = 600,      /* callbacks stop adding tasks beyond this many live ones */
-	MAX_REPORTS = 30,    /* violations printed in full */
+	MAX_LIVE = 600,   /* callbacks stop adding tasks beyond this many live ones */
+	MAX_REPORTS = 30, /* violations printed in full */
 	REC_MAGIC = 0x5715e55,
 };
 
@@ -67,9 +66,9 @@ enum {
 };
 
 enum end_mode {
-	END_DRAIN,      /* join the application threads, stop with a drain, destroy */
+	END_DRAIN,       /* join the application threads, stop with a drain, destroy */
 	END_STOP_RACING, /* stop while callbacks sleep and operations go on, then destroy */
-	END_DESTROY,    /* destroy while callbacks sleep, without stopping first */
+	END_DESTROY,     /* destroy while callbacks sleep, without stopping first */
 };
 
 struct phase;
@@ -82,10 +81,10 @@ struct rec {
 	bool concurrent;
 	struct phase *ph;
 	/* shared */
-	_Atomic tw_id id;            /* 0 until tw_add returned */
-	_Atomic int add_rc;          /* INT_MIN until tw_add returned */
+	_Atomic tw_id id;   /* 0 until tw_add returned */
+	_Atomic int add_rc; /* INT_MIN until tw_add returned */
 	_Atomic unsigned releases;
-	_Atomic unsigned cancels_ok; /* tw_cancel calls that returned TW_OK */
+	_Atomic unsigned cancels_ok;  /* tw_cancel calls that returned TW_OK */
 	_Atomic uint64_t cancel_runs; /* runs allowed after tw_cancel returned TW_OK */
 	_Atomic uint64_t calls, fails, max_run;
 	_Atomic unsigned in_progress;
@@ -107,8 +106,9 @@ struct phase {
 	_Atomic bool stopping;  /* tw_engine_stop or destroy is about to be called */
 	_Atomic bool drained;   /* tw_engine_stop returned TW_OK */
 	_Atomic bool destroyed; /* tw_engine_destroy returned */
-	_Atomic uint64_t ops, adds, add_shutdown, pool_full, lost_slot, live, cancels;
-	_Atomic uint64_t late_releases, log_warnings;
+	_Atomic uint64_t ops, adds, add_shutdown, pool_full, lost_slot, cancels;
+	_Atomic uint64_t late_releases, log_warnings, running_at_stop;
+	_Atomic long live; /* tasks added and not released; approximate */
 };
 
 static _Atomic unsigned long violations;
@@ -144,7 +144,7 @@ static uint64_t now_ns(void)
 
 static void sleep_us(unsigned us)
 {
-	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000};
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
 	nanosleep(&ts, NULL);
 }
 
@@ -163,7 +163,8 @@ static _Thread_local bool rng_seeded;
 static unsigned rnd(unsigned n)
 {
 	if (!rng_seeded) {
-		rng_state = base_seed ^ (atomic_fetch_add(&seed_counter, 1) * UINT64_C(0x2545f4914f6cdd1d));
+		rng_state = base_seed ^
+			    (atomic_fetch_add(&seed_counter, 1) * UINT64_C(0x2545f4914f6cdd1d));
 		rng_seeded = true;
 	}
 	return (unsigned)(splitmix(&rng_state) % n);
@@ -248,7 +249,8 @@ static struct rec *add_task(struct phase *ph, unsigned kind, bool one_shot)
 		atomic_fetch_add(&ph->adds, 1);
 		return r;
 	}
-	atomic_fetch_sub(&ph->live, 1);
+	if (!atomic_load(&r->releases)) /* tw_add may have ended it itself */
+		atomic_fetch_sub(&ph->live, 1);
 	if (shutdown_ok(ph, rc))
 		atomic_fetch_add(&ph->add_shutdown, 1);
 	else
@@ -285,7 +287,8 @@ static void check_info(struct phase *ph, struct rec *r, tw_id id, const tw_task_
 		fail("%s: task %" PRIu64 ": tw_get concurrent %d, added with %d", ph->name, id,
 		     info->concurrent, r->concurrent);
 	if (!r->concurrent && info->running > 1)
-		fail("%s: serial task %" PRIu64 ": %u runs in progress", ph->name, id, info->running);
+		fail("%s: serial task %" PRIu64 ": %u runs in progress", ph->name, id,
+		     info->running);
 	if (released_before && !ended)
 		fail("%s: task %" PRIu64 ": released, but tw_get says state %d", ph->name, id,
 		     (int)info->state);
@@ -335,7 +338,8 @@ static void slot_op(struct phase *ph)
 			if (rc == TW_OK)
 				cancelled(ph, added, id);
 			else if (rc != -TW_ESTATE && !shutdown_ok(ph, rc))
-				fail("%s: tw_cancel of a new task: unexpected %s", ph->name, rc_name(rc));
+				fail("%s: tw_cancel of a new task: unexpected %s", ph->name,
+				     rc_name(rc));
 		}
 		return;
 	}
@@ -424,20 +428,24 @@ static int callback(const tw_fire *fire, void *arg)
 	}
 	struct phase *ph = r->ph;
 	if (atomic_load(&ph->drained))
-		fail("%s: task %" PRIu64 " run %" PRIu64 " started after tw_engine_stop returned TW_OK",
+		fail("%s: task %" PRIu64 " run %" PRIu64
+		     " started after tw_engine_stop returned TW_OK",
 		     ph->name, fire->id, fire->run);
 	if (atomic_load(&r->releases))
 		fail("%s: task %" PRIu64 " run %" PRIu64 " started after its release", ph->name,
 		     fire->id, fire->run);
 	tw_id id = atomic_load(&r->id);
 	if (id && id != fire->id)
-		fail("%s: fire.id %" PRIu64 " for the record of task %" PRIu64, ph->name, fire->id, id);
+		fail("%s: fire.id %" PRIu64 " for the record of task %" PRIu64, ph->name, fire->id,
+		     id);
 	uint64_t cancel_runs = atomic_load(&r->cancel_runs);
 	if (fire->run > cancel_runs)
-		fail("%s: task %" PRIu64 " run %" PRIu64 " started after tw_cancel returned (%" PRIu64
-		     " runs allowed)",
+		fail("%s: task %" PRIu64 " run %" PRIu64
+		     " started after tw_cancel returned (%" PRIu64 " runs allowed)",
 		     ph->name, fire->id, fire->run, cancel_runs);
-	if (!fire->run || entered < fire->due_ns)
+	if (!fire->run)
+		fail("%s: task %" PRIu64 ": tw_fire.run 0", ph->name, fire->id);
+	if (entered < fire->due_ns)
 		fail("%s: task %" PRIu64 " run %" PRIu64 ": %" PRIu64 " ns before its due time",
 		     ph->name, fire->id, fire->run, fire->due_ns - entered);
 	if (atomic_fetch_add(&r->in_progress, 1) && !r->concurrent)
@@ -460,7 +468,8 @@ static int callback(const tw_fire *fire, void *arg)
 
 	atomic_fetch_sub(&r->in_progress, 1);
 	if (atomic_load(&r->releases))
-		fail("%s: task %" PRIu64 " released during run %" PRIu64, ph->name, fire->id, fire->run);
+		fail("%s: task %" PRIu64 " released during run %" PRIu64, ph->name, fire->id,
+		     fire->run);
 	return rc;
 }
 
@@ -478,7 +487,8 @@ static void release(void *arg)
 	if (atomic_load(&r->in_progress))
 		fail("%s: task %" PRIu64 " released while its callback runs", ph->name, id);
 	if (atomic_load(&ph->destroyed))
-		fail("%s: task %" PRIu64 " released after tw_engine_destroy returned", ph->name, id);
+		fail("%s: task %" PRIu64 " released after tw_engine_destroy returned", ph->name,
+		     id);
 	if (ph->check_late_release && atomic_load(&ph->drained))
 		atomic_fetch_add(&ph->late_releases, 1);
 	atomic_fetch_sub(&ph->live, 1);
@@ -517,8 +527,8 @@ static int compare_ids(const void *a, const void *b)
 }
 
 /* After tw_engine_destroy: every record's story must add up. */
-static void verify(struct phase *ph, struct totals *sum, uint64_t engine_runs, uint64_t engine_fails,
-		   bool engine_counts)
+static void verify(struct phase *ph, struct totals *sum, uint64_t engine_runs,
+		   uint64_t engine_fails, bool engine_counts)
 {
 	size_t used = atomic_load(&ph->pool_used);
 	if (used > ph->pool_size)
@@ -539,19 +549,23 @@ static void verify(struct phase *ph, struct totals *sum, uint64_t engine_runs, u
 		if (rc == TW_OK) {
 			ids[added++] = id;
 			if (releases != 1)
-				fail("%s: task %" PRIu64 " released %u times", ph->name, id, releases);
+				fail("%s: task %" PRIu64 " released %u times", ph->name, id,
+				     releases);
 		} else if (rc == -TW_ESHUTDOWN) {
 			/* tw_add may have ended the task itself, or not taken it */
 			shutdown_released += releases;
 			if (releases > 1)
-				fail("%s: task refused by tw_add released %u times", ph->name, releases);
+				fail("%s: task refused by tw_add released %u times", ph->name,
+				     releases);
 		} else if (releases) {
-			fail("%s: task refused by tw_add (%s) released %u times", ph->name, rc_name(rc),
-			     releases);
+			fail("%s: task refused by tw_add (%s) released %u times", ph->name,
+			     rc_name(rc), releases);
 		}
 		if (atomic_load(&r->in_progress))
-			fail("%s: task %" PRIu64 ": callback still running after destroy", ph->name, id);
-		uint64_t cancel_runs = atomic_load(&r->cancel_runs), max_run = atomic_load(&r->max_run);
+			fail("%s: task %" PRIu64 ": callback still running after destroy", ph->name,
+			     id);
+		uint64_t cancel_runs = atomic_load(&r->cancel_runs),
+			 max_run = atomic_load(&r->max_run);
 		if (max_run > cancel_runs)
 			fail("%s: task %" PRIu64 " ran %" PRIu64 " times, %" PRIu64
 			     " allowed once tw_cancel returned",
@@ -582,14 +596,21 @@ static void verify(struct phase *ph, struct totals *sum, uint64_t engine_runs, u
 	sum->tasks += added;
 }
 
-static bool run_phase(struct phase *ph, struct totals *sum)
+/* Before stopping: how many tasks have a run going (phase 2 wants some). */
+static void note_running(struct phase *ph)
 {
-	unsigned long violations_before = atomic_load(&violations);
+	tw_engine_stats stats;
+	if (tw_stats(ph->engine, &stats) == TW_OK)
+		atomic_store(&ph->running_at_stop, stats.tasks_running);
+}
+
+static void run_phase(struct phase *ph, struct totals *sum)
+{
 	uint64_t t0 = now_ns();
 	ph->pool = calloc(ph->pool_size, sizeof *ph->pool);
 	if (!ph->pool) {
 		fail("out of memory");
-		return false;
+		return;
 	}
 	tw_config cfg;
 	tw_config_init(&cfg);
@@ -604,7 +625,7 @@ static bool run_phase(struct phase *ph, struct totals *sum)
 	if (rc) {
 		fail("%s: tw_engine_create: %s", ph->name, rc_name(rc));
 		free(ph->pool);
-		return false;
+		return;
 	}
 	for (unsigned i = 0; i < SLOTS; i++)
 		atomic_store(&ph->slot[i], add_task(ph, random_kind(), false));
@@ -617,7 +638,7 @@ static bool run_phase(struct phase *ph, struct totals *sum)
 		}
 	sleep_us((unsigned)(ph->seconds * 1e6));
 
-	tw_engine_stats stats = {0};
+	tw_engine_stats stats = { 0 };
 	bool counts = false;
 	if (ph->end == END_DRAIN) {
 		atomic_store(&ph->app_stop, true);
@@ -644,6 +665,7 @@ static bool run_phase(struct phase *ph, struct totals *sum)
 		}
 		tw_engine_destroy(ph->engine);
 	} else if (ph->end == END_STOP_RACING) {
+		note_running(ph);
 		atomic_store(&ph->stopping, true);
 		rc = tw_engine_stop(ph->engine, rnd(3));
 		if (rc == TW_OK)
@@ -658,6 +680,7 @@ static bool run_phase(struct phase *ph, struct totals *sum)
 		atomic_store(&ph->app_stop, true);
 		for (unsigned i = 0; i < APP_THREADS; i++)
 			pthread_join(apps[i], NULL);
+		note_running(ph);
 		atomic_store(&ph->stopping, true);
 		tw_engine_destroy(ph->engine);
 	}
@@ -667,11 +690,13 @@ static bool run_phase(struct phase *ph, struct totals *sum)
 		printf("stress:   %s: engine skipped %" PRIu64 " (overlap) %" PRIu64
 		       " (overload) %" PRIu64 " (missed), %" PRIu64 " slow runs, %" PRIu64
 		       " warnings logged\n",
-		       ph->name, stats.skipped_overlap, stats.skipped_overload, stats.skipped_missed,
-		       stats.slow_runs, atomic_load(&ph->log_warnings));
+		       ph->name, stats.skipped_overlap, stats.skipped_overload,
+		       stats.skipped_missed, stats.slow_runs, atomic_load(&ph->log_warnings));
+	else
+		printf("stress:   %s: %" PRIu64 " tasks had a run going when stopped\n", ph->name,
+		       atomic_load(&ph->running_at_stop));
 	printf("stress:   %s: %.2f s\n", ph->name, (double)(now_ns() - t0) / 1e9);
 	free(ph->pool);
-	return atomic_load(&violations) == violations_before;
 }
 
 int main(int argc, char **argv)
@@ -682,18 +707,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [seconds > 0]\n", argv[0]);
 		return 2;
 	}
+	setvbuf(stdout, NULL, _IOLBF, 0); /* lines in order with the reports on stderr */
 	const char *seed = getenv("STRESS_SEED");
 	base_seed = seed ? strtoull(seed, NULL, 0) : now_ns();
 	const char *loose = getenv("STRESS_LOOSE_CANCEL");
 	loose_cancel = loose && *loose && strcmp(loose, "0");
 	printf("stress: seed %" PRIu64 ", %.1f s of churn%s\n", base_seed, seconds,
 	       loose_cancel ? ", loose cancel check" : "");
-	fflush(stdout);
 
 	const char *rounds_env = getenv("STRESS_ROUNDS");
 	unsigned rounds = rounds_env ? (unsigned)strtoul(rounds_env, NULL, 0) : 6;
 
-	struct totals sum = {0};
+	struct totals sum = { 0 };
 	struct phase churn = {
 		.name = "churn",
 		.end = END_DRAIN,

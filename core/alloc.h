@@ -1,0 +1,19 @@
+/*
+ * alloc.h - the engine's one allocation pair. Built on jemalloc (a private
+ * arena, per-thread explicit tcaches) or, with -Dallocator=libc (sanitizer
+ * builds), on malloc.
+ */
+#ifndef TICKWHEEL_CORE_ALLOC_H
+#define TICKWHEEL_CORE_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { TW_ALLOC_ALIGN = 64 }; /* a cache line: tasks are aligned to one */
+
+void *tw_alloc(size_t size);
+void tw_free(void *p, size_t size);
+/* Bytes the engine's allocations hold now (jemalloc: the arena's own count). */
+uint64_t tw_alloc_bytes(void);
+
+#endif

@@ -1,0 +1,336 @@
+/*
+ * engine.c - creating, stopping and destroying an engine; its clock, its
+ * statistics and its words for errors.
+ */
+#include "alloc.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t engine_now_ns(const struct tw_engine *e)
+{
+	if (e->cfg.manual_clock)
+		return atomic_load_explicit(&e->manual_now_ns, memory_order_acquire);
+	return monotonic_ns();
+}
+
+/*
+ * Now, rounded up to the engine's 1 ms grid: what delays count from. A due on
+ * the grid is fired at its own tick, so its lateness is the engine's alone,
+ * and rounding up never shortens a delay (it may lengthen it by < 1 ms).
+ */
+uint64_t engine_grid_now_ns(const struct tw_engine *e)
+{
+	return e->epoch_ns + engine_tick_of(e, engine_now_ns(e)) * NS_PER_MS;
+}
+
+uint64_t engine_tick_of(const struct tw_engine *e, uint64_t due_ns)
+{
+	return due_ns > e->epoch_ns ? (due_ns - e->epoch_ns + NS_PER_MS - 1) / NS_PER_MS : 0;
+}
+
+void engine_log(const struct tw_engine *e, int level, const char *fmt, ...)
+{
+	if (!e->cfg.log)
+		return;
+	char message[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(message, sizeof message, fmt, ap);
+	va_end(ap);
+	e->cfg.log(level, message, e->cfg.log_arg);
+}
+
+void tw_config_init(tw_config *cfg)
+{
+	if (!cfg)
+		return;
+	memset(cfg, 0, sizeof *cfg);
+	cfg->queue_capacity = 4096;
+	cfg->max_failures = 10;
+	cfg->slow_run_ms = 100;
+	cfg->retain_ms = 5000;
+}
+
+const char *tw_strerror(int code)
+{
+	static const char *const names[] = {
+		[TW_OK] = "success",
+		[TW_EINVAL] = "invalid argument",
+		[TW_ENOTFOUND] = "no such task",
+		[TW_ESTATE] = "operation not allowed in the task's state",
+		[TW_ERANGE] = "delay or period out of range",
+		[TW_ENOMEM] = "out of memory",
+		[TW_ESHUTDOWN] = "engine is stopped",
+		[TW_ELIMIT] = "too many live tasks",
+		[TW_ETIMEDOUT] = "runs still in progress at the drain limit",
+	};
+	/* Both signs name a code; 0u - code stays defined for INT_MIN. */
+	unsigned index = code < 0 ? 0u - (unsigned)code : (unsigned)code;
+	if (index < sizeof names / sizeof names[0])
+		return names[index];
+	return "unknown error";
+}
+
+static int open_descriptors(struct tw_engine *e)
+{
+	e->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	e->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	e->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (e->timer_fd < 0 || e->wake_fd < 0 || e->epoll_fd < 0)
+		return errno == ENOMEM ? -TW_ENOMEM : -TW_ELIMIT;
+	int fds[] = { e->timer_fd, e->wake_fd };
+	for (unsigned i = 0; i < 2; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
+		if (epoll_ctl(e->epoll_fd, EPOLL_CTL_ADD, fds[i], &ev))
+			return -TW_ENOMEM;
+	}
+	return TW_OK;
+}
+
+static void close_descriptors(struct tw_engine *e)
+{
+	int fds[] = { e->timer_fd, e->wake_fd, e->epoll_fd };
+	for (unsigned i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+static void free_engine(struct tw_engine *e)
+{
+	executors_join(e);
+	/* Reaped slots go back to the table from call_rcu callbacks. */
+	urcu_memb_barrier();
+	table_fini(&e->table);
+	close_descriptors(e);
+	pthread_mutex_destroy(&e->lock);
+	pthread_cond_destroy(&e->cond);
+	tw_free(e->executors, e->executor_count * sizeof *e->executors);
+	tw_free(e, sizeof *e);
+}
+
+int tw_engine_create(const tw_config *cfg, tw_engine **out)
+{
+	if (!out)
+		return -TW_EINVAL;
+	*out = NULL;
+	rcu_ensure_registered();
+	struct tw_engine *e = tw_alloc(sizeof *e);
+	if (!e)
+		return -TW_ENOMEM;
+	memset(e, 0, sizeof *e);
+	if (cfg)
+		e->cfg = *cfg;
+	else
+		tw_config_init(&e->cfg);
+	e->timer_fd = e->wake_fd = e->epoll_fd = -1;
+	pthread_mutex_init(&e->lock, NULL);
+	pthread_cond_init(&e->cond, NULL);
+	__cds_wfcq_init(&e->mail_head, &e->mail_tail);
+	uint64_t now = monotonic_ns();
+	e->epoch_ns = now - now % NS_PER_MS;
+	atomic_init(&e->manual_now_ns, e->epoch_ns); /* manual time starts on the grid */
+	wheel_init(&e->wheel, 0);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	e->executor_count = e->cfg.executors ? e->cfg.executors : (unsigned)(cpus > 0 ? cpus : 1);
+	e->executors = tw_alloc(e->executor_count * sizeof *e->executors);
+	int rc = e->executors ? table_init(&e->table) : -TW_ENOMEM;
+	if (rc == TW_OK) {
+		memset(e->executors, 0, e->executor_count * sizeof *e->executors);
+		rc = open_descriptors(e);
+	}
+	if (rc == TW_OK)
+		rc = executors_start(e);
+	if (rc == TW_OK)
+		rc = wheel_thread_start(e);
+	if (rc != TW_OK) {
+		atomic_store(&e->stopping, true);
+		if (e->executors)
+			free_engine(e);
+		else
+			tw_free(e, sizeof *e);
+		return rc;
+	}
+	*out = e;
+	return TW_OK;
+}
+
+/* Stop, for one task: it ends now, and is released unless a run is going. */
+static void stop_task(struct tw_task *task, void *ctx)
+{
+	struct tw_engine *e = ctx;
+	if (!atomic_load_explicit(&task->id, memory_order_acquire))
+		return;
+	task_lock(task);
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	struct release_call call = { 0 };
+	if (atomic_load_explicit(&task->id, memory_order_relaxed)) {
+		if (state != TW_COMPLETED && state != TW_STOPPED) {
+			task_end(e, task, TW_STOPPED);
+		}
+		atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
+		call = task_end_if_idle(e, task);
+	}
+	task_unlock(task);
+	release_call_run(call);
+}
+
+/* Waits until no run is in progress, or until deadline_ns (0: forever). */
+static bool wait_runs(struct tw_engine *e, uint64_t deadline_ns)
+{
+	for (;;) {
+		uint32_t running = atomic_load(&e->runs_in_progress);
+		if (!running)
+			return true;
+		if (!deadline_ns) {
+			futex_wait(&e->runs_in_progress, running, NULL);
+			continue;
+		}
+		uint64_t now = monotonic_ns();
+		if (now >= deadline_ns)
+			return false;
+		uint64_t left = deadline_ns - now;
+		struct timespec wait = { .tv_sec = (time_t)(left / 1000000000u),
+					 .tv_nsec = (long)(left % 1000000000u) };
+		futex_wait(&e->runs_in_progress, running, &wait);
+	}
+}
+
+int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms)
+{
+	if (!e)
+		return -TW_EINVAL;
+	if (atomic_exchange(&e->stopping, true))
+		return -TW_ESHUTDOWN;
+	rcu_ensure_registered();
+	atomic_thread_fence(memory_order_seq_cst); /* pairs with the one in tw_add */
+	wheel_thread_join(e);                      /* no firing after this */
+	pthread_mutex_lock(&e->lock);              /* tw_advance() callers stop waiting */
+	pthread_cond_broadcast(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+	read_section_begin();
+	table_for_each(&e->table, stop_task, e);
+	read_section_end();
+	if (engine_on_executor(e))
+		return TW_OK; /* a callback cannot wait for itself to return */
+	uint64_t limit = drain_timeout_ms < TW_MAX_DELAY_MS ? drain_timeout_ms : TW_MAX_DELAY_MS;
+	bool drained = wait_runs(e, monotonic_ns() + limit * NS_PER_MS);
+	if (!drained)
+		engine_log(e, TW_LOG_WARNING, "stop: runs still in progress after %llu ms",
+			   (unsigned long long)drain_timeout_ms);
+	return drained ? TW_OK : -TW_ETIMEDOUT;
+}
+
+void tw_engine_destroy(tw_engine *e)
+{
+	if (!e)
+		return;
+	if (engine_on_executor(e)) {
+		engine_log(e, TW_LOG_ERROR, "tw_engine_destroy called from a callback: ignored");
+		return;
+	}
+	tw_engine_stop(e, 0);
+	wait_runs(e, 0); /* never free what a running callback uses */
+	free_engine(e);
+}
+
+int tw_advance(tw_engine *e, uint64_t ms)
+{
+	if (!e)
+		return -TW_EINVAL;
+	if (!e->cfg.manual_clock)
+		return -TW_ESTATE;
+	if (ms > TW_MAX_DELAY_MS)
+		return -TW_ERANGE;
+	if (atomic_load(&e->stopping))
+		return -TW_ESHUTDOWN;
+	pthread_mutex_lock(&e->lock);
+	/* Time stays where now + the longest delay still fits 64 bits of ns. */
+	uint64_t now = atomic_load_explicit(&e->manual_now_ns, memory_order_relaxed);
+	if (ms * NS_PER_MS > UINT64_MAX - TW_MAX_DELAY_MS * NS_PER_MS - now) {
+		pthread_mutex_unlock(&e->lock);
+		return -TW_ERANGE;
+	}
+	atomic_store_explicit(&e->manual_now_ns, now + ms * NS_PER_MS, memory_order_release);
+	uint64_t asked = ++e->advance_asked;
+	engine_wake(e);
+	while (e->advance_done < asked && !atomic_load(&e->stopping))
+		pthread_cond_wait(&e->cond, &e->lock);
+	pthread_mutex_unlock(&e->lock);
+	return e->advance_done >= asked ? TW_OK : -TW_ESHUTDOWN;
+}
+
+int tw_quiesce(tw_engine *e)
+{
+	if (!e)
+		return -TW_EINVAL;
+	if (engine_on_executor(e))
+		return -TW_ESTATE;
+	wait_runs(e, 0);
+	return TW_OK;
+}
+
+static void count_state(struct tw_task *task, void *ctx)
+{
+	tw_engine_stats *out = ctx;
+	if (!atomic_load_explicit(&task->id, memory_order_acquire))
+		return;
+	switch (atomic_load_explicit(&task->state, memory_order_relaxed)) {
+	case TW_WAITING:
+		out->tasks_waiting++;
+		break;
+	case TW_RUNNING:
+		out->tasks_running++;
+		break;
+	case TW_PAUSED:
+		out->tasks_paused++;
+		break;
+	default:
+		break;
+	}
+}
+
+int tw_stats(tw_engine *e, tw_engine_stats *out)
+{
+	if (!e || !out)
+		return -TW_EINVAL;
+	memset(out, 0, sizeof *out);
+	read_section_begin();
+	table_for_each(&e->table, count_state, out);
+	read_section_end();
+	out->tasks_live = out->tasks_waiting + out->tasks_running + out->tasks_paused;
+	out->tasks_completed = atomic_load(&e->tasks_completed);
+	out->tasks_stopped = atomic_load(&e->tasks_stopped);
+	out->skipped_overlap = atomic_load(&e->skipped_overlap);
+	out->skipped_overload = atomic_load(&e->skipped_overload);
+	out->skipped_missed = atomic_load(&e->skipped_missed);
+	out->wheel_wakeups = atomic_load(&e->wakeups);
+	for (unsigned i = 0; i < e->executor_count; i++) {
+		struct executor *x = &e->executors[i];
+		out->runs += atomic_load(&x->runs);
+		out->failures += atomic_load(&x->failures);
+		out->slow_runs += atomic_load(&x->slow_runs);
+		out->skipped_missed += atomic_load(&x->dropped);
+		for (unsigned b = 0; b < TW_LATENESS_BUCKETS; b++)
+			out->lateness_us[b] += atomic_load(&x->lateness[b]);
+		uint64_t max = atomic_load(&x->lateness_max_ns);
+		if (max > out->lateness_max_ns)
+			out->lateness_max_ns = max;
+	}
+	return TW_OK;
+}

@@ -1,0 +1,313 @@
+/*
+ * executor.c - the threads that run callbacks.
+ *
+ * Each executor has its own bounded ring of firings with one producer (the
+ * wheel thread) and one consumer (itself), so a push or pop is a couple of
+ * atomic loads and a store. An idle executor sleeps on a futex; the wheel
+ * thread wakes it once per round, after handing out the round's firings, and
+ * only if it sleeps. A full ring refuses the firing: the wheel thread counts
+ * it as skipped (overload) instead of building a backlog.
+ */
+#include "alloc.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static _Thread_local struct tw_engine *executing_for; /* set on executor threads */
+
+bool engine_on_executor(const struct tw_engine *e)
+{
+	return executing_for == e;
+}
+
+void futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct timespec *timeout)
+{
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, timeout, NULL, 0);
+}
+
+void futex_wake_all(_Atomic uint32_t *word)
+{
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+bool executor_push(struct executor *x, const struct firing *f)
+{
+	uint64_t tail = atomic_load_explicit(&x->tail, memory_order_relaxed);
+	if (tail - atomic_load_explicit(&x->head, memory_order_acquire) >= x->capacity)
+		return false;
+	x->ring[tail & x->mask] = *f;
+	atomic_store_explicit(&x->tail, tail + 1, memory_order_release);
+	atomic_store_explicit(&x->kick, true, memory_order_relaxed);
+	return true;
+}
+
+/* Counts as a run in progress, so that stop and quiesce wait for it too. */
+void executor_push_release(struct executor *x, struct tw_task *task)
+{
+	atomic_fetch_add_explicit(&x->engine->runs_in_progress, 1, memory_order_relaxed);
+	cds_wfcq_node_init(&task->to_release);
+	HANDOVER_RELEASE(task);
+	cds_wfcq_enqueue(&x->releases_head, &x->releases_tail, &task->to_release);
+	atomic_store_explicit(&x->kick, true, memory_order_relaxed);
+}
+
+static void wake(struct executor *x)
+{
+	atomic_fetch_add_explicit(&x->signal, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&x->sleeping, memory_order_seq_cst))
+		futex_wake_all(&x->signal);
+}
+
+void executors_kick(struct tw_engine *e)
+{
+	for (unsigned i = 0; i < e->executor_count; i++) {
+		struct executor *x = &e->executors[i];
+		if (atomic_exchange_explicit(&x->kick, false, memory_order_relaxed))
+			wake(x);
+	}
+}
+
+static bool pop(struct executor *x, struct firing *f)
+{
+	uint64_t head = atomic_load_explicit(&x->head, memory_order_relaxed);
+	if (head == atomic_load_explicit(&x->tail, memory_order_acquire))
+		return false;
+	*f = x->ring[head & x->mask];
+	atomic_store_explicit(&x->head, head + 1, memory_order_release);
+	return true;
+}
+
+static void note_lateness(struct executor *x, uint64_t late_ns)
+{
+	uint64_t us = late_ns / 1000;
+	unsigned bucket = us ? 64 - (unsigned)__builtin_clzll(us) : 0;
+	if (bucket >= TW_LATENESS_BUCKETS)
+		bucket = TW_LATENESS_BUCKETS - 1;
+	atomic_fetch_add_explicit(&x->lateness[bucket], 1, memory_order_relaxed);
+	if (late_ns > atomic_load_explicit(&x->lateness_max_ns, memory_order_relaxed))
+		atomic_store_explicit(&x->lateness_max_ns, late_ns, memory_order_relaxed);
+}
+
+/* Lock held: accounts for a run that returned rc after took_ns. */
+static void account(struct executor *x, struct tw_task *task, int rc, uint64_t took_ns)
+{
+	struct tw_engine *e = x->engine;
+	atomic_store_explicit(&task->last_run_ns, took_ns, memory_order_relaxed);
+	if (took_ns > atomic_load_explicit(&task->longest_run_ns, memory_order_relaxed))
+		atomic_store_explicit(&task->longest_run_ns, took_ns, memory_order_relaxed);
+	if (took_ns > e->cfg.slow_run_ms * NS_PER_MS) {
+		atomic_fetch_add_explicit(&task->slow_runs, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&x->slow_runs, 1, memory_order_relaxed);
+	}
+	if (!rc) {
+		atomic_store_explicit(&task->consecutive_failures, 0, memory_order_relaxed);
+		return;
+	}
+	atomic_fetch_add_explicit(&task->failures, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&x->failures, 1, memory_order_relaxed);
+	uint32_t row =
+		atomic_fetch_add_explicit(&task->consecutive_failures, 1, memory_order_relaxed) + 1;
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	if (e->cfg.max_failures && row >= e->cfg.max_failures &&
+	    (state == TW_WAITING || state == TW_RUNNING)) {
+		atomic_store_explicit(&task->state, TW_PAUSED, memory_order_relaxed);
+		atomic_store_explicit(&task->paused_by_failures, true, memory_order_relaxed);
+		engine_log(e, TW_LOG_WARNING, "task %llu paused after %u failures in a row",
+			   (unsigned long long)atomic_load(&task->id), row);
+	}
+}
+
+/* Lock held: a run ended; the task waits again, completes, or stays put. */
+static struct release_call run_ended(struct tw_engine *e, struct tw_task *task)
+{
+	uint32_t left = atomic_fetch_sub_explicit(&task->running, 1, memory_order_relaxed) - 1;
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	if (state == TW_RUNNING && !left) {
+		if (atomic_load_explicit(&task->due_ns, memory_order_relaxed)) {
+			atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
+		} else {
+			task_end(e, task, TW_COMPLETED);
+			state = TW_COMPLETED;
+		}
+	}
+	struct release_call none = { 0 };
+	return state == TW_COMPLETED || state == TW_STOPPED ? task_end_if_idle(e, task) : none;
+}
+
+/*
+ * Lock held: may this queued firing start? Not once the task was paused or
+ * ended, nor once the engine stops: whoever paused or cancelled it was told
+ * that no new run starts. A firing that does not start counts as skipped.
+ */
+static bool may_start(struct tw_engine *e, struct tw_task *task, const struct firing *f)
+{
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	if (!atomic_load_explicit(&e->stopping, memory_order_relaxed) &&
+	    (state == TW_WAITING || state == TW_RUNNING))
+		return true;
+	atomic_fetch_add_explicit(&task->skipped_missed, 1, memory_order_relaxed);
+	add_skipped(task, f->skipped + 1);
+	return false;
+}
+
+static void run_finished(struct tw_engine *e)
+{
+	if (atomic_fetch_sub_explicit(&e->runs_in_progress, 1, memory_order_acq_rel) == 1)
+		futex_wake_all(&e->runs_in_progress);
+}
+
+static void run(struct executor *x, const struct firing *f)
+{
+	struct tw_engine *e = x->engine;
+	struct tw_task *task = f->task;
+	task_lock(task);
+	bool starts = may_start(e, task, f);
+	tw_fire fire = {
+		.id = atomic_load_explicit(&task->id, memory_order_relaxed),
+		.due_ns = f->due_ns,
+		.run = starts ?
+			       atomic_fetch_add_explicit(&task->runs, 1, memory_order_relaxed) + 1 :
+			       0,
+		.skipped = f->skipped,
+	};
+	task_unlock(task);
+	int rc = 0;
+	uint64_t took = 0;
+	if (starts) {
+		uint64_t start = monotonic_ns(), now = engine_now_ns(e);
+		note_lateness(x, now > f->due_ns ? now - f->due_ns : 0);
+		atomic_fetch_add_explicit(&x->runs, 1, memory_order_relaxed);
+		rc = task->callback(&fire, task->arg);
+		took = monotonic_ns() - start;
+	} else {
+		atomic_fetch_add_explicit(&x->dropped, 1, memory_order_relaxed);
+	}
+	task_lock(task);
+	if (starts)
+		account(x, task, rc, took);
+	struct release_call call = run_ended(e, task);
+	task_unlock(task);
+	release_call_run(call);
+	run_finished(e);
+}
+
+/* Calls the release of one-shots that ended without a run, then lets the
+ * wheel thread reap them (not before: the call reads the task). */
+static void run_releases(struct executor *x)
+{
+	struct cds_wfcq_node *node;
+	if (cds_wfcq_empty(&x->releases_head, &x->releases_tail))
+		return;
+	while ((node = cds_wfcq_dequeue_blocking(&x->releases_head, &x->releases_tail))) {
+		struct tw_task *task = caa_container_of(node, struct tw_task, to_release);
+		HANDOVER_ACQUIRE(task);
+		if (task->release)
+			task->release(task->arg);
+		task_lock(task);
+		task->release_queued = false;
+		task_mail(x->engine, task);
+		task_unlock(task);
+		run_finished(x->engine);
+	}
+}
+
+static bool idle(struct executor *x)
+{
+	return atomic_load(&x->head) == atomic_load(&x->tail) &&
+	       cds_wfcq_empty(&x->releases_head, &x->releases_tail);
+}
+
+static void pin(struct executor *x)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET((int)(x->index % (unsigned)(cpus > 0 ? cpus : 1)), &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof set, &set))
+		engine_log(x->engine, TW_LOG_WARNING, "could not pin executor %u", x->index);
+}
+
+static void *executor_main(void *arg)
+{
+	struct executor *x = arg;
+	struct firing f;
+	executing_for = x->engine;
+	if (x->engine->cfg.pin_executors)
+		pin(x);
+	for (;;) {
+		uint32_t signal = atomic_load(&x->signal);
+		run_releases(x); /* first: a ring that never empties must not hold them */
+		if (pop(x, &f)) {
+			run(x, &f);
+			continue;
+		}
+		if (atomic_load(&x->quit) && idle(x))
+			break;
+		atomic_store(&x->sleeping, true);
+		if (idle(x) && !atomic_load(&x->quit))
+			futex_wait(&x->signal, signal, NULL);
+		atomic_store(&x->sleeping, false);
+	}
+	return NULL;
+}
+
+static unsigned round_up_pow2(unsigned n)
+{
+	unsigned p = 1;
+	while (p < n && p < (1u << 30))
+		p <<= 1;
+	return p;
+}
+
+int executors_start(struct tw_engine *e)
+{
+	unsigned capacity = e->cfg.queue_capacity ? e->cfg.queue_capacity : 4096;
+	unsigned size = round_up_pow2(capacity);
+	capacity = capacity < size ? capacity : size;
+	for (unsigned i = 0; i < e->executor_count; i++) {
+		struct executor *x = &e->executors[i];
+		x->engine = e;
+		x->index = i;
+		x->mask = size - 1;
+		x->capacity = capacity;
+		cds_wfcq_init(&x->releases_head, &x->releases_tail);
+		x->ring = tw_alloc(size * sizeof *x->ring);
+		if (!x->ring)
+			return -TW_ENOMEM;
+		if (pthread_create(&x->thread, NULL, executor_main, x)) {
+			tw_free(x->ring, size * sizeof *x->ring);
+			x->ring = NULL;
+			return -TW_ENOMEM;
+		}
+	}
+	return TW_OK;
+}
+
+/* Lets every executor finish what it holds, then joins it. */
+void executors_join(struct tw_engine *e)
+{
+	for (unsigned i = 0; i < e->executor_count; i++) {
+		struct executor *x = &e->executors[i];
+		if (!x->ring)
+			continue;
+		atomic_store(&x->quit, true);
+		wake(x);
+		pthread_join(x->thread, NULL);
+		tw_free(x->ring, (x->mask + 1) * sizeof *x->ring);
+		x->ring = NULL;
+		cds_wfcq_destroy(&x->releases_head, &x->releases_tail);
+	}
+}

@@ -1,0 +1,268 @@
+/*
+ * internal.h - the engine's shared structures. Not installed; users include
+ * api/tickwheel.h only.
+ *
+ * Threads and what they own:
+ *  - the wheel thread owns struct wheel and every task's wheel entry; it
+ *    files, re-files and hands out firings, and applies mailed changes;
+ *  - executor threads run callbacks and account for them;
+ *  - any application thread calls the API, which changes a task under its
+ *    small lock and mails the task to the wheel thread when the wheel must act.
+ * Every task field that tw_get() reads without the lock is atomic.
+ */
+#ifndef TICKWHEEL_CORE_INTERNAL_H
+#define TICKWHEEL_CORE_INTERNAL_H
+
+#include "tickwheel.h"
+#include "wheel.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+#define _LGPL_SOURCE
+#include <urcu/urcu-memb.h>
+#include <urcu/wfcqueue.h>
+
+#define NS_PER_MS UINT64_C(1000000)
+
+/* Wheel-side status of a task, under its lock. */
+enum task_filing {
+	FILED_NONE, /* not in the wheel */
+	FILED_DUE,  /* in the wheel for its next firing */
+	FILED_REAP, /* ended; in the wheel until its retention runs out */
+};
+
+/*
+ * 192 bytes, cache-line aligned. The first line holds what an operation from
+ * an application thread touches (lookup, lock, state, due), so that postponing
+ * a due at a random id costs one cache miss.
+ */
+struct tw_task {
+	/* line 0: the API's fast path */
+	_Atomic uint64_t id; /* 0 while the slot is free */
+	atomic_flag lock;
+	_Atomic uint8_t state; /* tw_state */
+	uint8_t filing;        /* enum task_filing; under lock */
+	bool mailed : 1;       /* under lock, these four */
+	bool released : 1;
+	bool delay_pending : 1;  /* set_delay while paused */
+	bool release_queued : 1; /* an executor has yet to call release */
+	_Atomic bool paused_by_failures;
+	bool concurrent;         /* immutable while live */
+	uint32_t generation;     /* of this slot; ids carry it */
+	uint32_t index;          /* of this slot in the table */
+	uint64_t filed_tick;     /* tick the entry is filed at; under lock */
+	_Atomic uint64_t due_ns; /* ideal next due; 0 = none */
+	_Atomic uint64_t period_ms;
+	uint64_t delay_ms;          /* for resuming a one-shot; under lock */
+	_Atomic uint32_t running;   /* runs dispatched and not yet returned */
+	uint32_t skipped_since_run; /* under lock */
+	/* line 1: the wheel thread's and the executors' */
+	union {                           /* each member serves one phase of the slot's life */
+		struct wheel_entry entry; /* filed in the wheel: wheel thread only */
+		struct cds_wfcq_node to_release; /* queued to an executor to call release */
+		struct {
+			struct rcu_head rcu; /* reaped: waiting for a grace period */
+			struct tw_engine *engine;
+		} reaped;
+		uint32_t next_free; /* free: list link, slot index + 1 */
+	};
+	struct cds_wfcq_node mail; /* queued to the wheel thread while mailed */
+	tw_callback callback;
+	void *arg;
+	void (*release)(void *arg);
+	/* line 2: statistics */
+	_Atomic uint64_t runs, skipped_overlap, skipped_overload, skipped_missed;
+	_Atomic uint64_t last_run_ns, longest_run_ns;
+	_Atomic uint32_t failures, slow_runs, consecutive_failures;
+} __attribute__((aligned(64)));
+
+/* Lock held: n more firings skipped since the last run (saturating). */
+static inline void add_skipped(struct tw_task *task, uint64_t n)
+{
+	uint64_t total = task->skipped_since_run + n;
+	task->skipped_since_run = total < UINT32_MAX ? (uint32_t)total : UINT32_MAX;
+}
+
+/* Ids: slot index in the low 32 bits, the slot's generation (>= 1) above. */
+static inline uint32_t id_index(tw_id id)
+{
+	return (uint32_t)id;
+}
+
+static inline tw_id make_id(uint32_t generation, uint32_t index)
+{
+	return (uint64_t)generation << 32 | index;
+}
+
+/* ---- task table: task.c ---- */
+
+enum { TABLE_CHUNK_BITS = 10, TABLE_CHUNK = 1 << TABLE_CHUNK_BITS };
+
+struct task_dir {
+	size_t capacity;                 /* chunk pointers room */
+	_Atomic size_t chunks;           /* published chunks */
+	struct tw_task *_Atomic chunk[]; /* each TABLE_CHUNK tasks */
+};
+
+struct task_table {
+	struct task_dir *dir;  /* RCU-protected */
+	pthread_mutex_t lock;  /* allocation, free list, growth */
+	uint32_t free_head;    /* slot index + 1, 0 = empty */
+	uint32_t used;         /* slots ever handed out */
+	uint64_t slots_in_use; /* live tasks and ended ones still kept for queries */
+};
+
+int table_init(struct task_table *t);
+void table_fini(struct task_table *t);
+/* Takes a free slot (lock held inside); NULL when out of memory. */
+struct tw_task *table_take(struct task_table *t, int *error);
+/* Returns a reaped slot for reuse; call after a grace period. */
+void table_give_back(struct task_table *t, struct tw_task *task);
+/* The task with this id, or NULL. Call inside an RCU read-side section. */
+struct tw_task *table_find(struct task_table *t, tw_id id);
+/* Calls fn on every slot ever handed out. Inside a read-side section. */
+void table_for_each(struct task_table *t, void (*fn)(struct tw_task *, void *), void *ctx);
+
+/* ---- executors: executor.c ---- */
+
+struct firing {
+	struct tw_task *task;
+	uint64_t due_ns;
+	uint64_t skipped;
+};
+
+struct executor {
+	struct tw_engine *engine;
+	pthread_t thread;
+	unsigned index;
+	uint32_t mask;     /* ring size (a power of two) - 1 */
+	uint32_t capacity; /* firings it may hold: queue_capacity */
+	struct firing *ring;
+	_Atomic uint64_t head, tail; /* single producer (wheel), single consumer */
+	_Atomic uint32_t signal;     /* futex word */
+	_Atomic bool sleeping;
+	_Atomic bool quit;
+	_Atomic bool kick;                  /* got firings since the last kick */
+	struct cds_wfcq_head releases_head; /* tasks whose release to call */
+	struct cds_wfcq_tail releases_tail;
+	/* counters, written by this executor only */
+	_Atomic uint64_t runs, failures, slow_runs, dropped;
+	_Atomic uint64_t lateness[TW_LATENESS_BUCKETS];
+	_Atomic uint64_t lateness_max_ns;
+};
+
+int executors_start(struct tw_engine *e);
+/* Wheel thread: queues one firing, false when the executor's queue is full. */
+bool executor_push(struct executor *x, const struct firing *f);
+/* Wheel thread: has the executor call an ended task's release (user code). */
+void executor_push_release(struct executor *x, struct tw_task *task);
+/* Wheel thread: wakes the executors that got firings since the last call. */
+void executors_kick(struct tw_engine *e);
+void executors_join(struct tw_engine *e);
+
+/* ---- the engine ---- */
+
+struct tw_engine {
+	tw_config cfg;
+	struct wheel wheel; /* wheel thread only */
+	struct task_table table;
+	struct executor *executors;
+	unsigned executor_count;
+	pthread_t wheel_thread;
+	bool wheel_thread_started;
+	int timer_fd, wake_fd, epoll_fd;
+	uint64_t epoch_ns; /* tick 0 of the wheel, on the 1 ms grid */
+	_Atomic uint64_t manual_now_ns;
+	/* mailbox to the wheel thread */
+	struct __cds_wfcq_head mail_head; /* the wheel thread is the one consumer */
+	struct cds_wfcq_tail mail_tail;
+	/* lifecycle */
+	_Atomic bool stopping; /* refuse operations, stop firing */
+	_Atomic bool wheel_quit;
+	pthread_mutex_t lock; /* tw_advance handshakes, stop */
+	pthread_cond_t cond;
+	uint64_t advance_asked, advance_done; /* under lock */
+	_Atomic uint32_t runs_in_progress;
+	/* wheel-thread counters */
+	_Atomic uint64_t wakeups, skipped_overlap, skipped_overload, skipped_missed;
+	_Atomic uint64_t tasks_completed, tasks_stopped;
+	_Atomic uint64_t tasks_live; /* added and not yet ended: what max_tasks caps */
+};
+
+uint64_t engine_now_ns(const struct tw_engine *e);
+uint64_t engine_tick_of(const struct tw_engine *e, uint64_t due_ns); /* first tick >= due */
+uint64_t engine_grid_now_ns(const struct tw_engine *e);
+void engine_log(const struct tw_engine *e, int level, const char *fmt, ...);
+
+/* Wheel thread: wheel.c of core. */
+int wheel_thread_start(struct tw_engine *e);
+void wheel_thread_join(struct tw_engine *e);
+/* Asks the wheel thread to look at task (lock held by the caller). */
+void task_mail(struct tw_engine *e, struct tw_task *task);
+void engine_wake(struct tw_engine *e);
+
+/* Task life: task.c */
+void task_lock(struct tw_task *task);
+void task_unlock(struct tw_task *task);
+/* Under lock: an ended task with no run going is released now: mails it for
+ * reaping and returns the release call to make once the lock is dropped. */
+struct release_call {
+	void (*fn)(void *arg);
+	void *arg;
+};
+struct release_call task_end_if_idle(struct tw_engine *e, struct tw_task *task);
+/* Under lock: the task ends (TW_COMPLETED or TW_STOPPED); counts it. */
+void task_end(struct tw_engine *e, struct tw_task *task, tw_state end);
+
+static inline void release_call_run(struct release_call call)
+{
+	if (call.fn)
+		call.fn(call.arg);
+}
+
+/* executor.c */
+bool engine_on_executor(const struct tw_engine *e);
+void futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct timespec *timeout);
+void futex_wake_all(_Atomic uint32_t *word);
+
+/*
+ * liburcu 0.13's queues and grace periods are inline assembly and membarrier,
+ * invisible to ThreadSanitizer: these tell it about the ordering they give
+ * (release before handing an object over, acquire on taking it).
+ */
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#define HANDOVER_RELEASE(p) __tsan_release(p)
+#define HANDOVER_ACQUIRE(p) __tsan_acquire(p)
+#else
+#define HANDOVER_RELEASE(p) ((void)(p))
+#define HANDOVER_ACQUIRE(p) ((void)(p))
+#endif
+
+/* RCU: rcu.c. Registers the calling thread with liburcu once. */
+void rcu_ensure_registered(void);
+
+/* Read-side sections, with what a grace period orders told to TSan. */
+extern char rcu_grace_token;
+
+static inline void read_section_begin(void)
+{
+	rcu_ensure_registered();
+	urcu_memb_read_lock();
+}
+
+static inline void read_section_end(void)
+{
+	HANDOVER_RELEASE(&rcu_grace_token);
+	urcu_memb_read_unlock();
+}
+
+/* After a grace period: every read section that could see the old is over. */
+static inline void after_grace_period(void)
+{
+	HANDOVER_ACQUIRE(&rcu_grace_token);
+}
+
+#endif

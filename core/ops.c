@@ -1,0 +1,273 @@
+/*
+ * ops.c - the task operations of the public API.
+ *
+ * Each operation finds its task through the slot table inside an RCU
+ * read-side section (no lock), then changes it under the task's own lock, so
+ * its result is final when it returns; the wheel thread is only mailed when
+ * the wheel must move the task earlier or take it in. Postponing, the hot
+ * path of session timeouts, just records the later due.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+static bool allowed(uint8_t state, bool paused_ok)
+{
+	return state == TW_WAITING || state == TW_RUNNING || (paused_ok && state == TW_PAUSED);
+}
+
+/* Lock held: records a new due and mails the wheel if it must act on it. */
+static void set_due(struct tw_engine *e, struct tw_task *task, uint64_t due_ns)
+{
+	atomic_store_explicit(&task->due_ns, due_ns, memory_order_relaxed);
+	if (task->filing != FILED_DUE || engine_tick_of(e, due_ns) < task->filed_tick)
+		task_mail(e, task);
+}
+
+static int check_delay(uint64_t ms)
+{
+	return ms > TW_MAX_DELAY_MS ? -TW_ERANGE : TW_OK;
+}
+
+static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused);
+
+/* Ends a task added while the engine began to stop (no-op if stop did). */
+static void cancel_while_stopping(struct tw_engine *e, struct tw_task *task)
+{
+	task_lock(task);
+	op_cancel(e, task, 0);
+	struct release_call call = task_end_if_idle(e, task);
+	task_unlock(task);
+	release_call_run(call);
+}
+
+int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
+{
+	if (!e || !spec || !out || !spec->callback || (spec->flags & ~(unsigned)TW_CONCURRENT))
+		return -TW_EINVAL;
+	if (check_delay(spec->delay_ms) || check_delay(spec->period_ms))
+		return -TW_ERANGE;
+	if (atomic_load(&e->stopping))
+		return -TW_ESHUTDOWN;
+	uint64_t live = atomic_fetch_add_explicit(&e->tasks_live, 1, memory_order_relaxed);
+	if (e->cfg.max_tasks && live >= e->cfg.max_tasks) {
+		atomic_fetch_sub_explicit(&e->tasks_live, 1, memory_order_relaxed);
+		return -TW_ELIMIT;
+	}
+	int error = -TW_ENOMEM;
+	struct tw_task *task = table_take(&e->table, &error);
+	if (!task) {
+		atomic_fetch_sub_explicit(&e->tasks_live, 1, memory_order_relaxed);
+		return error;
+	}
+	task->generation++;
+	tw_id id = make_id(task->generation, task->index);
+	wheel_entry_init(&task->entry);
+	atomic_flag_clear(&task->lock);
+	task->filing = FILED_NONE;
+	task->mailed = false;
+	task->released = false;
+	task->release_queued = false;
+	task->concurrent = spec->flags & TW_CONCURRENT;
+	task->delay_ms = spec->delay_ms;
+	task->delay_pending = false;
+	task->skipped_since_run = 0;
+	task->callback = spec->callback;
+	task->arg = spec->arg;
+	task->release = spec->release;
+	atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
+	atomic_store_explicit(&task->paused_by_failures, false, memory_order_relaxed);
+	atomic_store_explicit(&task->running, 0, memory_order_relaxed);
+	atomic_store_explicit(&task->due_ns, engine_grid_now_ns(e) + spec->delay_ms * NS_PER_MS,
+			      memory_order_relaxed);
+	atomic_store_explicit(&task->period_ms, spec->period_ms, memory_order_relaxed);
+	_Atomic uint64_t *counters[] = {
+		&task->runs,           &task->skipped_overlap, &task->skipped_overload,
+		&task->skipped_missed, &task->last_run_ns,     &task->longest_run_ns
+	};
+	for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
+		atomic_store_explicit(counters[i], 0, memory_order_relaxed);
+	atomic_store_explicit(&task->failures, 0, memory_order_relaxed);
+	atomic_store_explicit(&task->slow_runs, 0, memory_order_relaxed);
+	atomic_store_explicit(&task->consecutive_failures, 0, memory_order_relaxed);
+	atomic_store_explicit(&task->id, id, memory_order_release); /* published */
+
+	task_lock(task);
+	task_mail(e, task);
+	task_unlock(task);
+	*out = id;
+	/* A stop that began meanwhile may have scanned the table before this
+	 * task was published: end it here, exactly once either way. The task
+	 * did exist, so this is a success: an error always means "never added,
+	 * never released". */
+	atomic_thread_fence(memory_order_seq_cst); /* pairs with the one in stop */
+	if (atomic_load(&e->stopping))
+		cancel_while_stopping(e, task);
+	return TW_OK;
+}
+
+/* Looks id up and runs op on its task under the task's lock. */
+static int with_task(tw_engine *e, tw_id id,
+		     int (*op)(struct tw_engine *, struct tw_task *, uint64_t), uint64_t value)
+{
+	if (!e)
+		return -TW_EINVAL;
+	if (atomic_load(&e->stopping))
+		return -TW_ESHUTDOWN;
+	read_section_begin();
+	struct tw_task *task = table_find(&e->table, id);
+	int rc = -TW_ENOTFOUND;
+	struct release_call call = { 0 };
+	if (task) {
+		task_lock(task);
+		if (atomic_load_explicit(&task->id, memory_order_relaxed) == id) {
+			rc = op(e, task, value);
+			if (rc == 1) { /* ended: release once no run is going */
+				call = task_end_if_idle(e, task);
+				rc = TW_OK;
+			}
+		}
+		task_unlock(task);
+	}
+	read_section_end();
+	release_call_run(call);
+	return rc;
+}
+
+static int op_set_delay(struct tw_engine *e, struct tw_task *task, uint64_t delay_ms)
+{
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	if (!allowed(state, true))
+		return -TW_ESTATE;
+	task->delay_ms = delay_ms;
+	if (state == TW_PAUSED) {
+		task->delay_pending = true;
+		return TW_OK;
+	}
+	set_due(e, task, engine_grid_now_ns(e) + delay_ms * NS_PER_MS);
+	return TW_OK;
+}
+
+static int op_set_period(struct tw_engine *e, struct tw_task *task, uint64_t period_ms)
+{
+	(void)e;
+	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), true))
+		return -TW_ESTATE;
+	atomic_store_explicit(&task->period_ms, period_ms, memory_order_relaxed);
+	return TW_OK;
+}
+
+static int op_pause(struct tw_engine *e, struct tw_task *task, uint64_t unused)
+{
+	(void)e, (void)unused;
+	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), false))
+		return -TW_ESTATE;
+	/* The entry stays filed and is dropped when its tick comes. */
+	atomic_store_explicit(&task->state, TW_PAUSED, memory_order_relaxed);
+	atomic_store_explicit(&task->paused_by_failures, false, memory_order_relaxed);
+	return TW_OK;
+}
+
+static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused)
+{
+	(void)unused;
+	if (atomic_load_explicit(&task->state, memory_order_relaxed) != TW_PAUSED)
+		return -TW_ESTATE;
+	uint64_t period = atomic_load_explicit(&task->period_ms, memory_order_relaxed);
+	uint64_t delay = task->delay_pending || !period ? task->delay_ms : period;
+	task->delay_pending = false;
+	bool running = atomic_load_explicit(&task->running, memory_order_relaxed);
+	atomic_store_explicit(&task->state, running ? TW_RUNNING : TW_WAITING,
+			      memory_order_relaxed);
+	atomic_store_explicit(&task->paused_by_failures, false, memory_order_relaxed);
+	atomic_store_explicit(&task->consecutive_failures, 0, memory_order_relaxed);
+	set_due(e, task, engine_grid_now_ns(e) + delay * NS_PER_MS);
+	return TW_OK;
+}
+
+static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused)
+{
+	(void)unused;
+	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), true))
+		return -TW_ESTATE;
+	task_end(e, task, TW_STOPPED);
+	atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
+	return 1;
+}
+
+int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms)
+{
+	if (delay_ms > TW_MAX_DELAY_MS)
+		return e ? -TW_ERANGE : -TW_EINVAL;
+	return with_task(e, id, op_set_delay, delay_ms);
+}
+
+int tw_set_period(tw_engine *e, tw_id id, uint64_t period_ms)
+{
+	if (period_ms > TW_MAX_DELAY_MS)
+		return e ? -TW_ERANGE : -TW_EINVAL;
+	return with_task(e, id, op_set_period, period_ms);
+}
+
+int tw_pause(tw_engine *e, tw_id id)
+{
+	return with_task(e, id, op_pause, 0);
+}
+
+int tw_resume(tw_engine *e, tw_id id)
+{
+	return with_task(e, id, op_resume, 0);
+}
+
+int tw_cancel(tw_engine *e, tw_id id)
+{
+	return with_task(e, id, op_cancel, 0);
+}
+
+int tw_get(tw_engine *e, tw_id id, tw_task_info *out)
+{
+	if (!e || !out)
+		return -TW_EINVAL;
+	if (atomic_load(&e->stopping))
+		return -TW_ESHUTDOWN;
+	read_section_begin();
+	struct tw_task *task = table_find(&e->table, id);
+	if (task) {
+		uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+		tw_task_info info = {
+			.state = state,
+			.period_ms = atomic_load_explicit(&task->period_ms, memory_order_relaxed),
+			.next_due_ns =
+				state == TW_WAITING || state == TW_RUNNING ?
+					atomic_load_explicit(&task->due_ns, memory_order_relaxed) :
+					0,
+			.runs = atomic_load_explicit(&task->runs, memory_order_relaxed),
+			.failures = atomic_load_explicit(&task->failures, memory_order_relaxed),
+			.consecutive_failures = atomic_load_explicit(&task->consecutive_failures,
+								     memory_order_relaxed),
+			.slow_runs = atomic_load_explicit(&task->slow_runs, memory_order_relaxed),
+			.skipped_overlap =
+				atomic_load_explicit(&task->skipped_overlap, memory_order_relaxed),
+			.skipped_overload =
+				atomic_load_explicit(&task->skipped_overload, memory_order_relaxed),
+			.skipped_missed =
+				atomic_load_explicit(&task->skipped_missed, memory_order_relaxed),
+			.last_run_ns =
+				atomic_load_explicit(&task->last_run_ns, memory_order_relaxed),
+			.longest_run_ns =
+				atomic_load_explicit(&task->longest_run_ns, memory_order_relaxed),
+			.paused_by_failures = atomic_load_explicit(&task->paused_by_failures,
+								   memory_order_relaxed),
+			.concurrent = task->concurrent,
+			.running = atomic_load_explicit(&task->running, memory_order_relaxed),
+		};
+		/* The slot cannot be reused inside this section; an id that changed
+		 * meanwhile means the task was reaped while we read. */
+		if (atomic_load_explicit(&task->id, memory_order_acquire) != id)
+			task = NULL;
+		else
+			*out = info;
+	}
+	read_section_end();
+	return task ? TW_OK : -TW_ENOTFOUND;
+}

@@ -1,0 +1,306 @@
+/*
+ * wheel_thread.c - the one thread that owns the wheel.
+ *
+ * It sleeps in epoll on two descriptors: a CLOCK_MONOTONIC timerfd armed
+ * with TFD_TIMER_ABSTIME on the engine's 1 ms grid for the next tick the
+ * wheel may have work at (never armed while nothing is due), and an eventfd
+ * that the mailbox rings when it goes from empty to not empty. Each round it
+ * applies mailed changes, advances the wheel to the current tick in one go
+ * (however many ticks passed: a stall is caught up at once), hands due
+ * firings to the executors and re-arms.
+ *
+ * Postponing a task needs no work here: the API thread records the later due
+ * and the entry is re-filed when its old tick comes round.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+static struct tw_task *task_of_entry(struct wheel_entry *entry)
+{
+	return (struct tw_task *)((char *)entry - offsetof(struct tw_task, entry));
+}
+
+static struct tw_task *task_of_mail(struct cds_wfcq_node *node)
+{
+	return (struct tw_task *)((char *)node - offsetof(struct tw_task, mail));
+}
+
+void engine_wake(struct tw_engine *e)
+{
+	uint64_t one = 1;
+	ssize_t n = write(e->wake_fd, &one, sizeof one);
+	(void)n; /* EAGAIN: the counter is already non-zero, the thread will wake */
+}
+
+void task_mail(struct tw_engine *e, struct tw_task *task)
+{
+	if (task->mailed)
+		return;
+	task->mailed = true;
+	cds_wfcq_node_init(&task->mail);
+	HANDOVER_RELEASE(task);
+	if (!cds_wfcq_enqueue(&e->mail_head, &e->mail_tail, &task->mail))
+		engine_wake(e);
+}
+
+static void file_task(struct tw_engine *e, struct tw_task *task, uint64_t tick,
+		      enum task_filing why)
+{
+	if (task->filing != FILED_NONE)
+		wheel_reschedule(&e->wheel, &task->entry, tick);
+	else
+		wheel_add(&e->wheel, &task->entry, tick);
+	task->filing = why;
+	task->filed_tick = wheel_entry_due(&task->entry);
+}
+
+static void fire(struct tw_engine *e, struct tw_task *task, uint64_t target);
+
+/*
+ * Lock held. Makes the wheel agree with what the task now wants. A due the
+ * wheel has already passed (the mail came in while it advanced) fires now:
+ * re-filing it would make it wait for the next advance.
+ */
+static void reconcile(struct tw_engine *e, struct tw_task *task, uint64_t target)
+{
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	if (task->released) {
+		/* Not reaped before an executor has made its release call. */
+		if (task->filing != FILED_REAP && !task->release_queued) {
+			uint64_t keep = e->cfg.retain_ms < TW_MAX_DELAY_MS ? e->cfg.retain_ms :
+									     TW_MAX_DELAY_MS;
+			file_task(e, task, wheel_now(&e->wheel) + keep, FILED_REAP);
+		}
+		return;
+	}
+	uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
+	bool wants = due && (state == TW_WAITING || state == TW_RUNNING);
+	if (!wants) {
+		if (task->filing == FILED_DUE) {
+			wheel_remove(&e->wheel, &task->entry);
+			task->filing = FILED_NONE;
+		}
+		return;
+	}
+	uint64_t tick = engine_tick_of(e, due);
+	if (tick <= wheel_now(&e->wheel)) {
+		if (task->filing == FILED_DUE)
+			wheel_remove(&e->wheel, &task->entry);
+		task->filing = FILED_NONE;
+		fire(e, task, target);
+	} else if (task->filing == FILED_NONE || tick < task->filed_tick) {
+		file_task(e, task, tick, FILED_DUE);
+	}
+}
+
+static void read_mail(struct tw_engine *e, uint64_t target)
+{
+	struct __cds_wfcq_head head;
+	struct cds_wfcq_tail tail;
+	struct cds_wfcq_node *node, *next;
+	__cds_wfcq_init(&head, &tail);
+	if (__cds_wfcq_splice_blocking(&head, &tail, &e->mail_head, &e->mail_tail) ==
+	    CDS_WFCQ_RET_SRC_EMPTY)
+		return;
+	__cds_wfcq_for_each_blocking_safe (&head, &tail, node, next) {
+		struct tw_task *task = task_of_mail(node);
+		HANDOVER_ACQUIRE(task);
+		task_lock(task);
+		task->mailed = false;
+		reconcile(e, task, target);
+		task_unlock(task);
+	}
+}
+
+static void give_back(struct rcu_head *head)
+{
+	struct tw_task *task = caa_container_of(head, struct tw_task, reaped.rcu);
+	HANDOVER_ACQUIRE(task);
+	after_grace_period();
+	table_give_back(&task->reaped.engine->table, task);
+}
+
+/* Lock held. Queues a firing; says whether it will run. */
+static bool dispatch(struct tw_engine *e, struct tw_task *task, uint64_t due_ns)
+{
+	if (!task->concurrent && atomic_load_explicit(&task->running, memory_order_relaxed)) {
+		atomic_fetch_add_explicit(&task->skipped_overlap, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&e->skipped_overlap, 1, memory_order_relaxed);
+		add_skipped(task, 1);
+		return false;
+	}
+	struct firing f = { .task = task, .due_ns = due_ns, .skipped = task->skipped_since_run };
+	/* Counted before the push: the executor may finish the run at once. */
+	atomic_fetch_add_explicit(&task->running, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&e->runs_in_progress, 1, memory_order_relaxed);
+	if (!executor_push(&e->executors[task->index % e->executor_count], &f)) {
+		atomic_fetch_sub_explicit(&task->running, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&e->runs_in_progress, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&task->skipped_overload, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&e->skipped_overload, 1, memory_order_relaxed);
+		add_skipped(task, 1);
+		return false;
+	}
+	task->skipped_since_run = 0;
+	atomic_store_explicit(&task->state, TW_RUNNING, memory_order_relaxed);
+	return true;
+}
+
+/*
+ * Lock held; the entry came out of the wheel at tick now, while the wheel is
+ * being advanced to tick target. Fires it, or re-files it if it was postponed.
+ * A periodic task that fell behind by whole periods (a stall) counts them as
+ * skipped and runs once, for its latest due: no burst, and it stays in phase.
+ */
+static void fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
+{
+	uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	if (!due || (state != TW_WAITING && state != TW_RUNNING))
+		return; /* paused or ended meanwhile: dropped here, lazily */
+	uint64_t tick = engine_tick_of(e, due);
+	if (tick > wheel_now(&e->wheel)) {
+		file_task(e, task, tick, FILED_DUE);
+		return;
+	}
+	uint64_t period = atomic_load_explicit(&task->period_ms, memory_order_relaxed) * NS_PER_MS;
+	uint64_t target_ns = e->epoch_ns + target * NS_PER_MS;
+	if (period && target_ns - due >= period) {
+		uint64_t missed = (target_ns - due) / period;
+		due += missed * period;
+		atomic_fetch_add_explicit(&task->skipped_missed, missed, memory_order_relaxed);
+		atomic_fetch_add_explicit(&e->skipped_missed, missed, memory_order_relaxed);
+		add_skipped(task, missed);
+	}
+	bool runs = dispatch(e, task, due);
+	if (period) {
+		atomic_store_explicit(&task->due_ns, due + period, memory_order_relaxed);
+		file_task(e, task, engine_tick_of(e, due + period), FILED_DUE);
+		return;
+	}
+	atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
+	if (!runs && !atomic_load_explicit(&task->running, memory_order_relaxed)) {
+		/* A one-shot whose only firing was skipped is complete; its release
+		 * is user code, so an executor makes that call. */
+		task_end(e, task, TW_COMPLETED);
+		task->released = true;
+		task->release_queued = true;
+		executor_push_release(&e->executors[task->index % e->executor_count], task);
+	}
+}
+
+static void hand_out(struct tw_engine *e, struct tw_task *task, uint64_t target)
+{
+	task_lock(task);
+	enum task_filing filing = task->filing;
+	task->filing = FILED_NONE;
+	if (filing == FILED_REAP) {
+		/* Retention is over: the id stops answering, and the slot is
+		 * reused once no reader can still be looking at it. */
+		atomic_store_explicit(&task->id, 0, memory_order_release);
+		task->reaped.engine = e;
+		task_unlock(task);
+		HANDOVER_RELEASE(task);
+		urcu_memb_call_rcu(&task->reaped.rcu, give_back);
+		return;
+	}
+	fire(e, task, target);
+	task_unlock(task);
+}
+
+static uint64_t current_tick(struct tw_engine *e)
+{
+	uint64_t now = engine_now_ns(e);
+	return now > e->epoch_ns ? (now - e->epoch_ns) / NS_PER_MS : 0;
+}
+
+static void arm(struct tw_engine *e, uint64_t tick)
+{
+	struct itimerspec at = { 0 };
+	if (tick != UINT64_MAX) {
+		uint64_t ns = e->epoch_ns + tick * NS_PER_MS;
+		at.it_value.tv_sec = (time_t)(ns / 1000000000u);
+		at.it_value.tv_nsec = (long)(ns % 1000000000u);
+	}
+	timerfd_settime(e->timer_fd, TFD_TIMER_ABSTIME, &at, NULL);
+}
+
+static void wait_for_work(struct tw_engine *e)
+{
+	struct epoll_event events[2];
+	int n = epoll_wait(e->epoll_fd, events, 2, -1);
+	atomic_fetch_add_explicit(&e->wakeups, 1, memory_order_relaxed);
+	for (int i = 0; i < n; i++) {
+		uint64_t count;
+		ssize_t got = read(events[i].data.fd, &count, sizeof count);
+		(void)got; /* a non-blocking fd with nothing left: EAGAIN */
+	}
+}
+
+/* Manual clock: tells the tw_advance() callers their advance is dispatched. */
+static uint64_t advance_asked(struct tw_engine *e)
+{
+	pthread_mutex_lock(&e->lock);
+	uint64_t asked = e->advance_asked;
+	pthread_mutex_unlock(&e->lock);
+	return asked;
+}
+
+static void advance_done(struct tw_engine *e, uint64_t asked)
+{
+	pthread_mutex_lock(&e->lock);
+	e->advance_done = asked;
+	pthread_cond_broadcast(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+}
+
+static void *wheel_main(void *arg)
+{
+	struct tw_engine *e = arg;
+	uint64_t armed = UINT64_MAX;
+	rcu_ensure_registered();
+	prctl(PR_SET_TIMERSLACK, 1UL);
+	while (!atomic_load(&e->wheel_quit)) {
+		uint64_t asked = e->cfg.manual_clock ? advance_asked(e) : 0;
+		uint64_t target = current_tick(e);
+		read_mail(e, target);
+		struct wheel_entry *entry;
+		while ((entry = wheel_expire(&e->wheel, target)))
+			hand_out(e, task_of_entry(entry), target);
+		executors_kick(e);
+		if (e->cfg.manual_clock) {
+			advance_done(e, asked);
+		} else {
+			uint64_t next = wheel_next_expiry(&e->wheel);
+			if (next != armed)
+				arm(e, next);
+			armed = next;
+		}
+		wait_for_work(e);
+	}
+	return NULL;
+}
+
+int wheel_thread_start(struct tw_engine *e)
+{
+	int err = pthread_create(&e->wheel_thread, NULL, wheel_main, e);
+	if (err)
+		return err == EAGAIN ? -TW_ENOMEM : -TW_EINVAL;
+	e->wheel_thread_started = true;
+	return TW_OK;
+}
+
+void wheel_thread_join(struct tw_engine *e)
+{
+	if (!e->wheel_thread_started)
+		return;
+	atomic_store(&e->wheel_quit, true);
+	engine_wake(e);
+	pthread_join(e->wheel_thread, NULL);
+	e->wheel_thread_started = false;
+}

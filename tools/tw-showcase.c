@@ -1,0 +1,236 @@
+/*
+ * tw-showcase - the engine at work: heartbeats that must not drift, and
+ * session timeouts reset all the time, for a few seconds on the real clock.
+ *
+ *   tw-showcase [--heartbeats N] [--sessions N] [--resets-per-second R] [--seconds S]
+ *
+ * Heartbeats: N periodic tasks, periods drawn from 100-500 ms (whole ms).
+ * Sessions: one-shot timeouts of 5 s that an application thread keeps
+ * pushing back (tw_set_delay), except for a tenth of them that go quiet and
+ * expire. Prints a progress line every second, then a report.
+ */
+#include "tickwheel.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+enum { LATE_BUCKETS = 20000, SESSION_TIMEOUT_MS = 5000 }; /* 1 us buckets, 20 ms */
+
+struct heartbeat {
+	uint64_t period_ns, last_start_ns; /* serial task: runs never overlap */
+	double sum, sum_squares, worst;    /* interval deviation from the period, ns */
+	uint64_t intervals;
+};
+
+static struct {
+	_Atomic uint64_t late[LATE_BUCKETS + 1], early, runs, expiries;
+	_Atomic uint64_t late_max_ns;
+} seen;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void note_lateness(uint64_t start, uint64_t due)
+{
+	if (start < due) {
+		atomic_fetch_add(&seen.early, 1);
+		return;
+	}
+	uint64_t late = start - due, us = late / 1000;
+	atomic_fetch_add(&seen.late[us < LATE_BUCKETS ? us : LATE_BUCKETS], 1);
+	uint64_t max = atomic_load(&seen.late_max_ns);
+	while (late > max && !atomic_compare_exchange_weak(&seen.late_max_ns, &max, late))
+		;
+}
+
+static int beat(const tw_fire *fire, void *arg)
+{
+	struct heartbeat *h = arg;
+	uint64_t start = now_ns();
+	note_lateness(start, fire->due_ns);
+	atomic_fetch_add(&seen.runs, 1);
+	if (h->last_start_ns && !fire->skipped) {
+		double deviation = (double)(start - h->last_start_ns) - (double)h->period_ns;
+		h->sum += deviation;
+		h->sum_squares += deviation * deviation;
+		h->intervals++;
+		if (fabs(deviation) > h->worst)
+			h->worst = fabs(deviation);
+	}
+	h->last_start_ns = start;
+	return 0;
+}
+
+static int expire(const tw_fire *fire, void *arg)
+{
+	(void)arg;
+	note_lateness(now_ns(), fire->due_ns);
+	atomic_fetch_add(&seen.expiries, 1);
+	return 0;
+}
+
+static uint64_t percentile(double p)
+{
+	uint64_t total = 0, seen_so_far = 0;
+	for (unsigned i = 0; i <= LATE_BUCKETS; i++)
+		total += atomic_load(&seen.late[i]);
+	for (unsigned i = 0; i <= LATE_BUCKETS; i++) {
+		seen_so_far += atomic_load(&seen.late[i]);
+		if (total && (double)seen_so_far >= p * (double)total)
+			return i;
+	}
+	return LATE_BUCKETS;
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+	       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+}
+
+static uint64_t parse_count(const char *text, const char *option)
+{
+	char *end;
+	unsigned long long value = strtoull(text, &end, 10);
+	if (!*text || *end) {
+		fprintf(stderr, "tw-showcase: %s needs a whole number, not '%s'\n", option, text);
+		exit(2);
+	}
+	return value;
+}
+
+struct options {
+	uint64_t heartbeats, sessions, resets_per_second, seconds;
+};
+
+static struct options parse(int argc, char **argv)
+{
+	struct options o = { 100000, 100000, 200000, 10 };
+	for (int i = 1; i < argc; i++) {
+		const char *names[] = { "--heartbeats", "--sessions", "--resets-per-second",
+					"--seconds" };
+		uint64_t *fields[] = { &o.heartbeats, &o.sessions, &o.resets_per_second,
+				       &o.seconds };
+		unsigned k = 0;
+		while (k < 4 && strcmp(argv[i], names[k]))
+			k++;
+		if (k == 4 || i + 1 == argc) {
+			fprintf(stderr, "usage: tw-showcase [--heartbeats N] [--sessions N] "
+					"[--resets-per-second R] [--seconds S]\n");
+			exit(2);
+		}
+		*fields[k] = parse_count(argv[++i], names[k]);
+	}
+	return o;
+}
+
+static void check(int rc, const char *what)
+{
+	if (rc) {
+		fprintf(stderr, "tw-showcase: %s: %s\n", what, tw_strerror(rc));
+		exit(1);
+	}
+}
+
+static void report_intervals(const struct heartbeat *h, uint64_t n)
+{
+	double sum_squares = 0, worst = 0;
+	uint64_t intervals = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		sum_squares += h[i].sum_squares;
+		intervals += h[i].intervals;
+		worst = h[i].worst > worst ? h[i].worst : worst;
+	}
+	double sd = intervals ? sqrt(sum_squares / (double)intervals) : 0;
+	printf("interval jitter   sd %.1f us, worst deviation %.1f us over %" PRIu64 " intervals\n",
+	       sd / 1e3, worst / 1e3, intervals);
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = parse(argc, argv);
+	tw_engine *e;
+	check(tw_engine_create(NULL, &e), "create");
+	struct heartbeat *beats = calloc(o.heartbeats ? o.heartbeats : 1, sizeof *beats);
+	tw_id *sessions = calloc(o.sessions ? o.sessions : 1, sizeof *sessions);
+	if (!beats || !sessions)
+		return 1;
+	srand(42);
+	for (uint64_t i = 0; i < o.heartbeats; i++) {
+		uint64_t period = 100 + (uint64_t)rand() % 401;
+		beats[i].period_ns = period * 1000000u;
+		tw_task_spec spec = { .delay_ms = 1 + (uint64_t)rand() % period,
+				      .period_ms = period,
+				      .callback = beat,
+				      .arg = &beats[i] };
+		tw_id id;
+		check(tw_add(e, &spec, &id), "add heartbeat");
+	}
+	for (uint64_t i = 0; i < o.sessions; i++) {
+		tw_task_spec spec = { .delay_ms = SESSION_TIMEOUT_MS, .callback = expire };
+		check(tw_add(e, &spec, &sessions[i]), "add session");
+	}
+	printf("tw-showcase: %" PRIu64 " heartbeats at 100-500 ms, %" PRIu64
+	       " sessions (timeout 5 s, %" PRIu64 " resets/s), %" PRIu64 " s\n",
+	       o.heartbeats, o.sessions, o.resets_per_second, o.seconds);
+	double cpu0 = cpu_seconds();
+	uint64_t start = now_ns(), resets = 0, quiet = o.sessions / 10;
+	for (uint64_t second = 1; second <= o.seconds; second++) {
+		/* Reset sessions in small batches spread over the second. */
+		for (unsigned slice = 0; slice < 100; slice++) {
+			for (uint64_t k = 0; k < o.resets_per_second / 100 && o.sessions > quiet;
+			     k++) {
+				uint64_t i = quiet + (uint64_t)rand() % (o.sessions - quiet);
+				resets += tw_set_delay(e, sessions[i], SESSION_TIMEOUT_MS) == TW_OK;
+			}
+			uint64_t until =
+				start + (second - 1) * 1000000000u + (slice + 1) * 10000000u;
+			struct timespec ts = { .tv_sec = (time_t)(until / 1000000000u),
+					       .tv_nsec = (long)(until % 1000000000u) };
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		}
+		tw_engine_stats st;
+		tw_stats(e, &st);
+		printf("\r[%2" PRIu64 "/%" PRIu64 " s] runs %" PRIu64 ", skips %" PRIu64
+		       ", resets %" PRIu64 ", expired %" PRIu64 ", p99 late %" PRIu64 " us   ",
+		       second, o.seconds, st.runs,
+		       st.skipped_overlap + st.skipped_overload + st.skipped_missed, resets,
+		       atomic_load(&seen.expiries), percentile(0.99));
+		fflush(stdout);
+	}
+	double cpu = cpu_seconds() - cpu0;
+	tw_engine_stats st;
+	tw_stats(e, &st);
+	check(tw_engine_stop(e, 1000), "stop");
+	printf("\n\nruns              %" PRIu64 " (heartbeats %" PRIu64
+	       ", session expiries %" PRIu64 ")\n",
+	       st.runs, atomic_load(&seen.runs), atomic_load(&seen.expiries));
+	printf("skips             overlap %" PRIu64 ", overload %" PRIu64 ", missed %" PRIu64 "\n",
+	       st.skipped_overlap, st.skipped_overload, st.skipped_missed);
+	printf("runs before due   %" PRIu64 "\n", atomic_load(&seen.early));
+	printf("lateness          p50 %" PRIu64 " us, p90 %" PRIu64 " us, p99 %" PRIu64
+	       " us, p99.9 %" PRIu64 " us, max %.3f ms\n",
+	       percentile(0.5), percentile(0.9), percentile(0.99), percentile(0.999),
+	       (double)atomic_load(&seen.late_max_ns) / 1e6);
+	report_intervals(beats, o.heartbeats);
+	printf("session resets    %" PRIu64 " (%.0f per second)\n", resets,
+	       (double)resets * 1e9 / (double)(now_ns() - start));
+	printf("wheel wake-ups    %" PRIu64 ", CPU %.1f%% of one core\n", st.wheel_wakeups,
+	       100.0 * cpu / (double)o.seconds);
+	tw_engine_destroy(e);
+	free(beats);
+	free(sessions);
+	return 0;
+}
