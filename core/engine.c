@@ -223,9 +223,7 @@ int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms)
 	pthread_mutex_lock(&e->lock);              /* tw_advance() callers stop waiting */
 	pthread_cond_broadcast(&e->cond);
 	pthread_mutex_unlock(&e->lock);
-	read_section_begin();
 	table_for_each(&e->table, stop_task, e);
-	read_section_end();
 	if (engine_on_executor(e))
 		return TW_OK; /* a callback cannot wait for itself to return */
 	uint64_t limit = drain_timeout_ms < TW_MAX_DELAY_MS ? drain_timeout_ms : TW_MAX_DELAY_MS;
@@ -310,9 +308,7 @@ int tw_stats(tw_engine *e, tw_engine_stats *out)
 	if (!e || !out)
 		return -TW_EINVAL;
 	memset(out, 0, sizeof *out);
-	read_section_begin();
 	table_for_each(&e->table, count_state, out);
-	read_section_end();
 	out->tasks_live = out->tasks_waiting + out->tasks_running + out->tasks_paused;
 	out->tasks_completed = atomic_load(&e->tasks_completed);
 	out->tasks_stopped = atomic_load(&e->tasks_stopped);

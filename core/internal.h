@@ -122,7 +122,7 @@ struct tw_task *table_take(struct task_table *t, int *error);
 void table_give_back(struct task_table *t, struct tw_task *task);
 /* The task with this id, or NULL. Call inside an RCU read-side section. */
 struct tw_task *table_find(struct task_table *t, tw_id id);
-/* Calls fn on every slot ever handed out. Inside a read-side section. */
+/* Calls fn on every slot of every chunk; not inside a read-side section. */
 void table_for_each(struct task_table *t, void (*fn)(struct tw_task *, void *), void *ctx);
 
 /* ---- executors: executor.c ---- */

@@ -136,12 +136,22 @@ struct tw_task *table_find(struct task_table *t, tw_id id)
 	return atomic_load_explicit(&task->id, memory_order_acquire) == id ? task : NULL;
 }
 
+/*
+ * Chunks live as long as the engine, so only fetching a chunk's address needs
+ * a read-side section: fn runs outside one and may call user code (a release
+ * that destroys another engine waits for grace periods).
+ */
 void table_for_each(struct task_table *t, void (*fn)(struct tw_task *, void *), void *ctx)
 {
-	struct task_dir *d = rcu_dereference(t->dir);
-	size_t chunks = atomic_load_explicit(&d->chunks, memory_order_acquire);
-	for (size_t i = 0; i < chunks; i++) {
-		struct tw_task *chunk = atomic_load_explicit(&d->chunk[i], memory_order_acquire);
+	for (size_t i = 0;; i++) {
+		read_section_begin();
+		struct task_dir *d = rcu_dereference(t->dir);
+		struct tw_task *chunk = NULL;
+		if (i < atomic_load_explicit(&d->chunks, memory_order_acquire))
+			chunk = atomic_load_explicit(&d->chunk[i], memory_order_acquire);
+		read_section_end();
+		if (!chunk)
+			return;
 		for (size_t j = 0; j < TABLE_CHUNK; j++)
 			fn(&chunk[j], ctx);
 	}
