@@ -70,7 +70,7 @@ enum { TW_CONCURRENT = 1u << 0 }; /* runs of the task may overlap */
 
 typedef struct {
 	tw_id id;
-	uint64_t due_ns;  /* the ideal due time this run stands for (not rounded to the grid) */
+	uint64_t due_ns;  /* the ideal due time this run stands for (a tick of the 1 ms grid) */
 	uint64_t run;     /* runs of this task started so far, this one included: 1, 2, 3 ... */
 	uint64_t skipped; /* due firings skipped since the previous run */
 } tw_fire;
@@ -79,7 +79,7 @@ typedef struct {
 typedef int (*tw_callback)(const tw_fire *fire, void *arg);
 
 typedef struct {
-	uint64_t delay_ms;    /* first due = now + delay */
+	uint64_t delay_ms;    /* first due = now (rounded up to the ms grid) + delay; 0: at once */
 	uint64_t period_ms;   /* 0 = one-shot */
 	tw_callback callback; /* required */
 	void *arg;

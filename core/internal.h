@@ -170,6 +170,7 @@ struct tw_engine {
 	struct task_table table;
 	struct executor *executors;
 	unsigned executor_count;
+	unsigned next_executor; /* wheel thread: turns for concurrent tasks */
 	pthread_t wheel_thread;
 	bool wheel_thread_started;
 	int timer_fd, wake_fd, epoll_fd;

@@ -125,6 +125,14 @@ static void give_back(struct rcu_head *head)
 	table_give_back(&task->reaped.engine->table, task);
 }
 
+/* Serial tasks keep to one executor; concurrent ones take turns on all, so
+ * that their runs can overlap. */
+static struct executor *executor_for(struct tw_engine *e, struct tw_task *task)
+{
+	unsigned i = task->concurrent ? e->next_executor++ : task->index;
+	return &e->executors[i % e->executor_count];
+}
+
 /* Lock held. Queues a firing; says whether it will run. */
 static bool dispatch(struct tw_engine *e, struct tw_task *task, uint64_t due_ns)
 {
@@ -138,7 +146,7 @@ static bool dispatch(struct tw_engine *e, struct tw_task *task, uint64_t due_ns)
 	/* Counted before the push: the executor may finish the run at once. */
 	atomic_fetch_add_explicit(&task->running, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&e->runs_in_progress, 1, memory_order_relaxed);
-	if (!executor_push(&e->executors[task->index % e->executor_count], &f)) {
+	if (!executor_push(executor_for(e, task), &f)) {
 		atomic_fetch_sub_explicit(&task->running, 1, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&e->runs_in_progress, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&task->skipped_overload, 1, memory_order_relaxed);
