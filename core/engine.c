@@ -30,13 +30,13 @@ uint64_t engine_now_ns(const struct tw_engine *e)
 }
 
 /*
- * Now, rounded up to the engine's 1 ms grid: what delays count from. A due on
- * the grid is fired at its own tick, so its lateness is the engine's alone,
- * and rounding up never shortens a delay (it may lengthen it by < 1 ms).
+ * The due of a delay counted from now, rounded up to the engine's 1 ms grid:
+ * a due on the grid is fired at its own tick, so its lateness is the engine's
+ * alone, and rounding up never shortens a delay (it may add < 1 ms).
  */
-uint64_t engine_grid_now_ns(const struct tw_engine *e)
+uint64_t engine_due_after_ns(const struct tw_engine *e, uint64_t delay_ms)
 {
-	return e->epoch_ns + engine_tick_of(e, engine_now_ns(e)) * NS_PER_MS;
+	return e->epoch_ns + (engine_tick_of(e, engine_now_ns(e)) + delay_ms) * NS_PER_MS;
 }
 
 uint64_t engine_tick_of(const struct tw_engine *e, uint64_t due_ns)

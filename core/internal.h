@@ -174,7 +174,7 @@ struct tw_engine {
 	pthread_t wheel_thread;
 	bool wheel_thread_started;
 	int timer_fd, wake_fd, epoll_fd;
-	uint64_t epoch_ns; /* tick 0 of the wheel, on the 1 ms grid */
+	uint64_t epoch_ns;        /* tick 0 of the wheel, on the 1 ms grid */
 	_Atomic uint64_t manual_now_ns;
 	/* mailbox to the wheel thread */
 	struct __cds_wfcq_head mail_head; /* the wheel thread is the one consumer */
@@ -194,7 +194,7 @@ struct tw_engine {
 
 uint64_t engine_now_ns(const struct tw_engine *e);
 uint64_t engine_tick_of(const struct tw_engine *e, uint64_t due_ns); /* first tick >= due */
-uint64_t engine_grid_now_ns(const struct tw_engine *e);
+uint64_t engine_due_after_ns(const struct tw_engine *e, uint64_t delay_ms);
 void engine_log(const struct tw_engine *e, int level, const char *fmt, ...);
 
 /* Wheel thread: wheel.c of core. */

@@ -78,7 +78,7 @@ int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 	atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
 	atomic_store_explicit(&task->paused_by_failures, false, memory_order_relaxed);
 	atomic_store_explicit(&task->running, 0, memory_order_relaxed);
-	atomic_store_explicit(&task->due_ns, engine_grid_now_ns(e) + spec->delay_ms * NS_PER_MS,
+	atomic_store_explicit(&task->due_ns, engine_due_after_ns(e, spec->delay_ms),
 			      memory_order_relaxed);
 	atomic_store_explicit(&task->period_ms, spec->period_ms, memory_order_relaxed);
 	_Atomic uint64_t *counters[] = {
@@ -144,7 +144,7 @@ static int op_set_delay(struct tw_engine *e, struct tw_task *task, uint64_t dela
 		task->delay_pending = true;
 		return TW_OK;
 	}
-	set_due(e, task, engine_grid_now_ns(e) + delay_ms * NS_PER_MS);
+	set_due(e, task, engine_due_after_ns(e, delay_ms));
 	return TW_OK;
 }
 
@@ -181,7 +181,7 @@ static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused)
 			      memory_order_relaxed);
 	atomic_store_explicit(&task->paused_by_failures, false, memory_order_relaxed);
 	atomic_store_explicit(&task->consecutive_failures, 0, memory_order_relaxed);
-	set_due(e, task, engine_grid_now_ns(e) + delay * NS_PER_MS);
+	set_due(e, task, engine_due_after_ns(e, delay));
 	return TW_OK;
 }
 

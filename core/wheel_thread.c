@@ -20,6 +20,8 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+enum { KICK_BATCH = 64 }; /* firings handed out between wake-ups of the executors */
+
 static struct tw_task *task_of_entry(struct wheel_entry *entry)
 {
 	return (struct tw_task *)((char *)entry - offsetof(struct tw_task, entry));
@@ -243,10 +245,14 @@ static void wait_for_work(struct tw_engine *e)
 	struct epoll_event events[2];
 	int n = epoll_wait(e->epoll_fd, events, 2, -1);
 	atomic_fetch_add_explicit(&e->wakeups, 1, memory_order_relaxed);
+	/* The timerfd needs no read: every wake-up by it is followed by a
+	 * timerfd_settime (the next due is later), which clears its count. */
 	for (int i = 0; i < n; i++) {
 		uint64_t count;
-		ssize_t got = read(events[i].data.fd, &count, sizeof count);
-		(void)got; /* a non-blocking fd with nothing left: EAGAIN */
+		if (events[i].data.fd != e->wake_fd)
+			continue;
+		ssize_t got = read(e->wake_fd, &count, sizeof count);
+		(void)got; /* non-blocking, nothing left: EAGAIN */
 	}
 }
 
@@ -278,8 +284,12 @@ static void *wheel_main(void *arg)
 		uint64_t target = current_tick(e);
 		read_mail(e, target);
 		struct wheel_entry *entry;
-		while ((entry = wheel_expire(&e->wheel, target)))
+		/* Executors start on a crowded tick while the rest is handed out. */
+		for (unsigned n = 1; (entry = wheel_expire(&e->wheel, target)); n++) {
 			hand_out(e, task_of_entry(entry), target);
+			if (n % KICK_BATCH == 0)
+				executors_kick(e);
+		}
 		executors_kick(e);
 		if (e->cfg.manual_clock) {
 			advance_done(e, asked);
