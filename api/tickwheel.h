@@ -145,6 +145,19 @@ const char *tw_strerror(int code);
 int tw_advance(tw_engine *e, uint64_t ms); /* manual clock only */
 int tw_quiesce(tw_engine *e);              /* waits until no run is in progress */
 
+/*
+ * Parses a duration as people write it into nanoseconds: a decimal number and
+ * a unit, ns, us, ms, s, m (or min) or h ("200ms", "1.5s", "2m"); a bare
+ * number is milliseconds. -TW_EINVAL for anything else (a range included),
+ * -TW_ERANGE beyond 2^64 ns. Fractions finer than 1 ns are dropped.
+ */
+int tw_parse_duration(const char *text, uint64_t *out_ns);
+
+/* The same for a range, "100-500ms" or "1s-2m" (a unit written once, after
+ * the range, applies to both ends); a single duration gives lo == hi.
+ * -TW_EINVAL when the low end is above the high end. */
+int tw_parse_duration_range(const char *text, uint64_t *lo_ns, uint64_t *hi_ns);
+
 #ifdef __cplusplus
 }
 #endif
