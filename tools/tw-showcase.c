@@ -9,95 +9,35 @@
  * pushing back (tw_set_delay), except for a tenth of them that go quiet and
  * expire. Prints a progress line every second, then a report.
  */
+#include "measure.h"
 #include "tickwheel.h"
 
 #include <inttypes.h>
-#include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
-enum { LATE_BUCKETS = 20000, SESSION_TIMEOUT_MS = 5000 }; /* 1 us buckets, 20 ms */
+enum { SESSION_TIMEOUT_MS = 5000 };
 
-struct heartbeat {
-	uint64_t period_ns, last_start_ns; /* serial task: runs never overlap */
-	double sum, sum_squares, worst;    /* interval deviation from the period, ns */
-	uint64_t intervals;
-};
-
-static struct {
-	_Atomic uint64_t late[LATE_BUCKETS + 1], early, runs, expiries;
-	_Atomic uint64_t late_max_ns;
-} seen;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void note_lateness(uint64_t start, uint64_t due)
-{
-	if (start < due) {
-		atomic_fetch_add(&seen.early, 1);
-		return;
-	}
-	uint64_t late = start - due, us = late / 1000;
-	atomic_fetch_add(&seen.late[us < LATE_BUCKETS ? us : LATE_BUCKETS], 1);
-	uint64_t max = atomic_load(&seen.late_max_ns);
-	while (late > max && !atomic_compare_exchange_weak(&seen.late_max_ns, &max, late))
-		;
-}
+static struct lateness late;
+static _Atomic uint64_t heartbeat_runs, expiries;
 
 static int beat(const tw_fire *fire, void *arg)
 {
-	struct heartbeat *h = arg;
-	uint64_t start = now_ns();
-	note_lateness(start, fire->due_ns);
-	atomic_fetch_add(&seen.runs, 1);
-	if (h->last_start_ns && !fire->skipped) {
-		double deviation = (double)(start - h->last_start_ns) - (double)h->period_ns;
-		h->sum += deviation;
-		h->sum_squares += deviation * deviation;
-		h->intervals++;
-		if (fabs(deviation) > h->worst)
-			h->worst = fabs(deviation);
-	}
-	h->last_start_ns = start;
+	uint64_t start = monotonic_now_ns();
+	lateness_note(&late, start, fire->due_ns);
+	atomic_fetch_add(&heartbeat_runs, 1);
+	intervals_note(arg, start, fire->skipped);
 	return 0;
 }
 
 static int expire(const tw_fire *fire, void *arg)
 {
 	(void)arg;
-	note_lateness(now_ns(), fire->due_ns);
-	atomic_fetch_add(&seen.expiries, 1);
+	lateness_note(&late, monotonic_now_ns(), fire->due_ns);
+	atomic_fetch_add(&expiries, 1);
 	return 0;
-}
-
-static uint64_t percentile(double p)
-{
-	uint64_t total = 0, seen_so_far = 0;
-	for (unsigned i = 0; i <= LATE_BUCKETS; i++)
-		total += atomic_load(&seen.late[i]);
-	for (unsigned i = 0; i <= LATE_BUCKETS; i++) {
-		seen_so_far += atomic_load(&seen.late[i]);
-		if (total && (double)seen_so_far >= p * (double)total)
-			return i;
-	}
-	return LATE_BUCKETS;
-}
-
-static double cpu_seconds(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
-	       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
 }
 
 static uint64_t parse_count(const char *text, const char *option)
@@ -144,18 +84,12 @@ static void check(int rc, const char *what)
 	}
 }
 
-static void report_intervals(const struct heartbeat *h, uint64_t n)
+static void report_intervals(const struct intervals *h, uint64_t n)
 {
-	double sum_squares = 0, worst = 0;
-	uint64_t intervals = 0;
-	for (uint64_t i = 0; i < n; i++) {
-		sum_squares += h[i].sum_squares;
-		intervals += h[i].intervals;
-		worst = h[i].worst > worst ? h[i].worst : worst;
-	}
-	double sd = intervals ? sqrt(sum_squares / (double)intervals) : 0;
-	printf("interval jitter   sd %.1f us, worst deviation %.1f us over %" PRIu64 " intervals\n",
-	       sd / 1e3, worst / 1e3, intervals);
+	struct interval_summary sum = intervals_pool(h, n);
+	printf("interval jitter   sd %.1f us, deviation %.1f .. %.1f us over %" PRIu64
+	       " intervals\n",
+	       sum.sd_ns / 1e3, sum.smallest_ns / 1e3, sum.largest_ns / 1e3, sum.count);
 }
 
 int main(int argc, char **argv)
@@ -163,7 +97,7 @@ int main(int argc, char **argv)
 	struct options o = parse(argc, argv);
 	tw_engine *e;
 	check(tw_engine_create(NULL, &e), "create");
-	struct heartbeat *beats = calloc(o.heartbeats ? o.heartbeats : 1, sizeof *beats);
+	struct intervals *beats = calloc(o.heartbeats ? o.heartbeats : 1, sizeof *beats);
 	tw_id *sessions = calloc(o.sessions ? o.sessions : 1, sizeof *sessions);
 	if (!beats || !sessions)
 		return 1;
@@ -185,8 +119,8 @@ int main(int argc, char **argv)
 	printf("tw-showcase: %" PRIu64 " heartbeats at 100-500 ms, %" PRIu64
 	       " sessions (timeout 5 s, %" PRIu64 " resets/s), %" PRIu64 " s\n",
 	       o.heartbeats, o.sessions, o.resets_per_second, o.seconds);
-	double cpu0 = cpu_seconds();
-	uint64_t start = now_ns(), resets = 0, quiet = o.sessions / 10;
+	double cpu0 = process_cpu_seconds();
+	uint64_t start = monotonic_now_ns(), resets = 0, quiet = o.sessions / 10;
 	for (uint64_t second = 1; second <= o.seconds; second++) {
 		/* Reset sessions in small batches spread over the second. */
 		for (unsigned slice = 0; slice < 100; slice++) {
@@ -207,26 +141,27 @@ int main(int argc, char **argv)
 		       ", resets %" PRIu64 ", expired %" PRIu64 ", p99 late %" PRIu64 " us   ",
 		       second, o.seconds, st.runs,
 		       st.skipped_overlap + st.skipped_overload + st.skipped_missed, resets,
-		       atomic_load(&seen.expiries), percentile(0.99));
+		       atomic_load(&expiries), lateness_percentile_us(&late, 0.99));
 		fflush(stdout);
 	}
-	double cpu = cpu_seconds() - cpu0;
+	double cpu = process_cpu_seconds() - cpu0;
 	tw_engine_stats st;
 	tw_stats(e, &st);
 	check(tw_engine_stop(e, 1000), "stop");
 	printf("\n\nruns              %" PRIu64 " (heartbeats %" PRIu64
 	       ", session expiries %" PRIu64 ")\n",
-	       st.runs, atomic_load(&seen.runs), atomic_load(&seen.expiries));
+	       st.runs, atomic_load(&heartbeat_runs), atomic_load(&expiries));
 	printf("skips             overlap %" PRIu64 ", overload %" PRIu64 ", missed %" PRIu64 "\n",
 	       st.skipped_overlap, st.skipped_overload, st.skipped_missed);
-	printf("runs before due   %" PRIu64 "\n", atomic_load(&seen.early));
+	printf("runs before due   %" PRIu64 "\n", atomic_load(&late.early));
 	printf("lateness          p50 %" PRIu64 " us, p90 %" PRIu64 " us, p99 %" PRIu64
 	       " us, p99.9 %" PRIu64 " us, max %.3f ms\n",
-	       percentile(0.5), percentile(0.9), percentile(0.99), percentile(0.999),
-	       (double)atomic_load(&seen.late_max_ns) / 1e6);
+	       lateness_percentile_us(&late, 0.5), lateness_percentile_us(&late, 0.9),
+	       lateness_percentile_us(&late, 0.99), lateness_percentile_us(&late, 0.999),
+	       (double)atomic_load(&late.max_ns) / 1e6);
 	report_intervals(beats, o.heartbeats);
 	printf("session resets    %" PRIu64 " (%.0f per second)\n", resets,
-	       (double)resets * 1e9 / (double)(now_ns() - start));
+	       (double)resets * 1e9 / (double)(monotonic_now_ns() - start));
 	printf("wheel wake-ups    %" PRIu64 ", CPU %.1f%% of one core\n", st.wheel_wakeups,
 	       100.0 * cpu / (double)o.seconds);
 	tw_engine_destroy(e);

@@ -1,0 +1,92 @@
+/* measure.c - see measure.h. */
+#include "measure.h"
+
+#include <math.h>
+#include <sys/resource.h>
+#include <time.h>
+
+uint64_t monotonic_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+double process_cpu_seconds(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+	       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+}
+
+void lateness_note(struct lateness *l, uint64_t start_ns, uint64_t due_ns)
+{
+	if (start_ns < due_ns) {
+		atomic_fetch_add_explicit(&l->early, 1, memory_order_relaxed);
+		return;
+	}
+	uint64_t late = start_ns - due_ns, us = late / 1000;
+	atomic_fetch_add_explicit(&l->bucket[us < LATENESS_BUCKETS ? us : LATENESS_BUCKETS], 1,
+				  memory_order_relaxed);
+	uint64_t max = atomic_load_explicit(&l->max_ns, memory_order_relaxed);
+	while (late > max && !atomic_compare_exchange_weak(&l->max_ns, &max, late))
+		;
+}
+
+uint64_t lateness_runs(struct lateness *l)
+{
+	uint64_t total = 0;
+	for (unsigned i = 0; i <= LATENESS_BUCKETS; i++)
+		total += atomic_load_explicit(&l->bucket[i], memory_order_relaxed);
+	return total;
+}
+
+uint64_t lateness_percentile_us(struct lateness *l, double p)
+{
+	uint64_t total = lateness_runs(l), seen = 0;
+	for (unsigned i = 0; i <= LATENESS_BUCKETS; i++) {
+		seen += atomic_load_explicit(&l->bucket[i], memory_order_relaxed);
+		if (total && (double)seen >= p * (double)total)
+			return i;
+	}
+	return LATENESS_BUCKETS;
+}
+
+void intervals_note(struct intervals *t, uint64_t start_ns, uint64_t skipped)
+{
+	if (t->last_start_ns && !skipped) {
+		double deviation = (double)(start_ns - t->last_start_ns) - (double)t->period_ns;
+		if (!t->count || deviation < t->smallest)
+			t->smallest = deviation;
+		if (!t->count || deviation > t->largest)
+			t->largest = deviation;
+		t->sum += deviation;
+		t->sum_squares += deviation * deviation;
+		t->count++;
+	}
+	t->last_start_ns = start_ns;
+}
+
+struct interval_summary intervals_pool(const struct intervals *t, uint64_t n)
+{
+	struct interval_summary s = { 0 };
+	double sum = 0, sum_squares = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		if (!t[i].count)
+			continue;
+		if (!s.count || t[i].smallest < s.smallest_ns)
+			s.smallest_ns = t[i].smallest;
+		if (!s.count || t[i].largest > s.largest_ns)
+			s.largest_ns = t[i].largest;
+		s.count += t[i].count;
+		sum += t[i].sum;
+		sum_squares += t[i].sum_squares;
+	}
+	if (s.count) {
+		s.mean_ns = sum / (double)s.count;
+		double variance = sum_squares / (double)s.count - s.mean_ns * s.mean_ns;
+		s.sd_ns = sqrt(variance > 0 ? variance : 0);
+	}
+	return s;
+}
