@@ -15,13 +15,6 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 uint64_t engine_now_ns(const struct tw_engine *e)
 {
 	if (e->cfg.manual_clock)

@@ -36,13 +36,6 @@ void futex_wake_all(_Atomic uint32_t *word)
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 bool executor_push(struct executor *x, const struct firing *f)
 {
 	uint64_t tail = atomic_load_explicit(&x->tail, memory_order_relaxed);

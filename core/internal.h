@@ -174,7 +174,7 @@ struct tw_engine {
 	pthread_t wheel_thread;
 	bool wheel_thread_started;
 	int timer_fd, wake_fd, epoll_fd;
-	uint64_t epoch_ns;        /* tick 0 of the wheel, on the 1 ms grid */
+	uint64_t epoch_ns; /* tick 0 of the wheel, on the 1 ms grid */
 	_Atomic uint64_t manual_now_ns;
 	/* mailbox to the wheel thread */
 	struct __cds_wfcq_head mail_head; /* the wheel thread is the one consumer */
@@ -192,6 +192,14 @@ struct tw_engine {
 	_Atomic uint64_t tasks_live; /* added and not yet ended: what max_tasks caps */
 };
 
+static inline uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The engine's time: monotonic_ns(), or the manual clock. */
 uint64_t engine_now_ns(const struct tw_engine *e);
 uint64_t engine_tick_of(const struct tw_engine *e, uint64_t due_ns); /* first tick >= due */
 uint64_t engine_due_after_ns(const struct tw_engine *e, uint64_t delay_ms);

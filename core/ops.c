@@ -197,15 +197,15 @@ static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused)
 
 int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms)
 {
-	if (delay_ms > TW_MAX_DELAY_MS)
-		return e ? -TW_ERANGE : -TW_EINVAL;
+	if (e && check_delay(delay_ms))
+		return -TW_ERANGE;
 	return with_task(e, id, op_set_delay, delay_ms);
 }
 
 int tw_set_period(tw_engine *e, tw_id id, uint64_t period_ms)
 {
-	if (period_ms > TW_MAX_DELAY_MS)
-		return e ? -TW_ERANGE : -TW_EINVAL;
+	if (e && check_delay(period_ms))
+		return -TW_ERANGE;
 	return with_task(e, id, op_set_period, period_ms);
 }
 
