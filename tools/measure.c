@@ -53,6 +53,15 @@ uint64_t lateness_percentile_us(struct lateness *l, double p)
 	return LATENESS_BUCKETS;
 }
 
+static void deviations_note(struct deviations *d, double deviation_ns)
+{
+	double bin = floor(deviation_ns / DEVIATION_BIN_NS) + DEVIATION_BINS / 2;
+	_Atomic uint64_t *slot = bin < 0               ? &d->below :
+				 bin >= DEVIATION_BINS ? &d->above :
+							 &d->bin[(size_t)bin];
+	atomic_fetch_add_explicit(slot, 1, memory_order_relaxed);
+}
+
 void intervals_note(struct intervals *t, uint64_t start_ns, uint64_t skipped)
 {
 	if (t->last_start_ns && !skipped) {
@@ -61,6 +70,8 @@ void intervals_note(struct intervals *t, uint64_t start_ns, uint64_t skipped)
 			t->smallest = deviation;
 		if (!t->count || deviation > t->largest)
 			t->largest = deviation;
+		if (t->histogram)
+			deviations_note(t->histogram, deviation);
 		t->sum += deviation;
 		t->sum_squares += deviation * deviation;
 		t->count++;
@@ -89,4 +100,20 @@ struct interval_summary intervals_pool(const struct intervals *t, uint64_t n)
 		s.sd_ns = sqrt(variance > 0 ? variance : 0);
 	}
 	return s;
+}
+
+size_t deviations_points(struct deviations *d, double *x_us, double *y, size_t max_points)
+{
+	size_t first = DEVIATION_BINS, last = 0, n = 0;
+	for (size_t i = 0; i < DEVIATION_BINS; i++) {
+		if (atomic_load_explicit(&d->bin[i], memory_order_relaxed)) {
+			first = first < i ? first : i;
+			last = i;
+		}
+	}
+	for (size_t i = first; i <= last && n < max_points; i++, n++) {
+		x_us[n] = ((double)i - DEVIATION_BINS / 2 + 0.5) * DEVIATION_BIN_NS / 1e3;
+		y[n] = (double)atomic_load_explicit(&d->bin[i], memory_order_relaxed);
+	}
+	return n;
 }

@@ -2,12 +2,14 @@
  * measure.h - what the tools measure of an engine at work: run lateness
  * (start minus due), intervals between runs of a periodic task, CPU time.
  * Callbacks record with atomics only; a serial task's intervals need none
- * (its runs never overlap and the engine orders them).
+ * (its runs never overlap and the engine orders them), but the deviation
+ * histogram tasks may share does.
  */
 #ifndef TICKWHEEL_TOOLS_MEASURE_H
 #define TICKWHEEL_TOOLS_MEASURE_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum { LATENESS_BUCKETS = 20000 }; /* 1 us each: 20 ms, then one overflow bucket */
@@ -17,10 +19,19 @@ struct lateness {
 	_Atomic uint64_t early, max_ns;
 };
 
+/* Deviations of intervals from their period: 10 us bins from -5 ms to +5 ms,
+ * wide enough for a 1 ms wheel, fine enough to show its steps. */
+enum { DEVIATION_BIN_NS = 10000, DEVIATION_BINS = 1000 };
+
+struct deviations {
+	_Atomic uint64_t below, bin[DEVIATION_BINS], above;
+};
+
 struct intervals { /* of one periodic task */
 	uint64_t period_ns, last_start_ns;
 	double sum, sum_squares, smallest, largest; /* deviation from the period, ns */
 	uint64_t count;
+	struct deviations *histogram; /* optional, may be shared by many tasks */
 };
 
 struct interval_summary {
@@ -36,5 +47,10 @@ uint64_t lateness_runs(struct lateness *l);
 /* A run of the task started at start_ns; skipped firings break the interval. */
 void intervals_note(struct intervals *t, uint64_t start_ns, uint64_t skipped);
 struct interval_summary intervals_pool(const struct intervals *t, uint64_t n);
+/* The histogram from its first to its last non-empty bin (below and above
+ * left out): x = bin centre in us, y = intervals. A spread wider than
+ * max_points bins is cut at the right; DEVIATION_BINS always suffice.
+ * Returns the points written. */
+size_t deviations_points(struct deviations *d, double *x_us, double *y, size_t max_points);
 
 #endif

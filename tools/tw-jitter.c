@@ -2,15 +2,20 @@
  * tw-jitter - how precisely tickwheel fires on this machine.
  *
  *   tw-jitter [--tasks N] [--period 200ms | 100-500ms] [--seconds S | --duration 1.5m]
- *             [--executors N] [--json FILE]
+ *             [--executors N] [--json FILE] [--plot FILE.png]
  *
  * Runs N periodic tasks (periods drawn in whole ms from the range) on the
- * real clock, prints a progress line every second, then the interval between
- * runs of each task against its period (mean, standard deviation, smallest
- * and largest deviation), lateness percentiles (run start minus due), runs,
- * skips and CPU. Exits 1 if any run started before its due.
+ * real clock, prints a progress line every second, then a table (report.h):
+ * the interval between runs of each task against its period (mean, standard
+ * deviation, smallest and largest deviation), lateness percentiles (run start
+ * minus due), runs, skips and CPU. --json writes the same with the machine's
+ * facts, the lateness CDF and the interval histogram; --plot draws those two
+ * side by side (gnuplot). Exits 1 if any run started before its due, none
+ * ran, or a file could not be written.
  */
 #include "measure.h"
+#include "plot.h"
+#include "report.h"
 #include "tickwheel.h"
 
 #include <inttypes.h>
@@ -23,10 +28,11 @@
 
 struct options {
 	uint64_t tasks, period_lo_ns, period_hi_ns, duration_ns, executors;
-	const char *json;
+	const char *json, *plot;
 };
 
 static struct lateness late;
+static struct deviations deviations;
 
 static int run(const tw_fire *fire, void *arg)
 {
@@ -42,7 +48,8 @@ static void usage(const char *problem, const char *value)
 		fprintf(stderr, "tw-jitter: %s%s%s\n", problem, value ? ": " : "",
 			value ? value : "");
 	fprintf(stderr, "usage: tw-jitter [--tasks N] [--period 200ms | 100-500ms] "
-			"[--seconds S | --duration D] [--executors N] [--json FILE]\n");
+			"[--seconds S | --duration D] [--executors N] [--json FILE] "
+			"[--plot FILE.png]\n");
 	exit(2);
 }
 
@@ -68,7 +75,9 @@ static uint64_t duration_of(const char *text, const char *option)
 
 static struct options parse(int argc, char **argv)
 {
-	struct options o = { 1, 200 * NS_PER_MS, 200 * NS_PER_MS, 10000 * NS_PER_MS, 0, NULL };
+	struct options o = {
+		1, 200 * NS_PER_MS, 200 * NS_PER_MS, 10000 * NS_PER_MS, 0, NULL, NULL
+	};
 	for (int i = 1; i < argc; i++) {
 		const char *opt = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!value)
@@ -91,6 +100,8 @@ static struct options parse(int argc, char **argv)
 			o.executors = count_of(value, opt);
 		} else if (!strcmp(opt, "--json")) {
 			o.json = value;
+		} else if (!strcmp(opt, "--plot")) {
+			o.plot = value;
 		} else {
 			usage("unknown option", opt);
 		}
@@ -100,54 +111,90 @@ static struct options parse(int argc, char **argv)
 	return o;
 }
 
-struct report {
-	tw_engine_stats stats;
-	struct interval_summary intervals;
-	uint64_t runs, early, p50, p90, p99, p999, max_ns;
-	double seconds, cpu_percent;
-};
+enum { CDF_POINTS = 400 };
 
-static void print_report(const struct report *r)
+/* The figures of the run; the lateness CDF and interval histogram as series. */
+static void fill_report(struct report *r, const struct options *o, tw_engine_stats *st,
+			const struct interval_summary *iv, double seconds, double cpu_seconds)
 {
-	const struct interval_summary *iv = &r->intervals;
-	printf("\n\nruns              %" PRIu64 " in %.1f s, %" PRIu64 " before their due\n",
-	       r->runs, r->seconds, r->early);
-	printf("skips             overlap %" PRIu64 ", overload %" PRIu64 ", missed %" PRIu64 "\n",
-	       r->stats.skipped_overlap, r->stats.skipped_overload, r->stats.skipped_missed);
-	printf("interval - period mean %.1f us, sd %.1f us, smallest %.1f us, largest %.1f us "
-	       "(%" PRIu64 " intervals)\n",
-	       iv->mean_ns / 1e3, iv->sd_ns / 1e3, iv->smallest_ns / 1e3, iv->largest_ns / 1e3,
-	       iv->count);
-	printf("lateness          p50 %" PRIu64 " us, p90 %" PRIu64 " us, p99 %" PRIu64
-	       " us, p99.9 %" PRIu64 " us, max %.3f ms\n",
-	       r->p50, r->p90, r->p99, r->p999, (double)r->max_ns / 1e6);
-	printf("CPU               %.2f %% of one core, %" PRIu64 " wheel wake-ups\n",
-	       r->cpu_percent, r->stats.wheel_wakeups);
+	const char *tw = "tickwheel";
+	uint64_t runs = lateness_runs(&late);
+	report_param(r, "tasks", (double)o->tasks);
+	report_param(r, "period_ms", (double)(o->period_lo_ns / NS_PER_MS));
+	report_param(r, "period_max_ms", (double)(o->period_hi_ns / NS_PER_MS));
+	report_param(r, "seconds", (double)o->duration_ns / 1e9);
+	report_add(r, tw, "interval_mean", iv->mean_ns / 1e3, "us", BETTER_NEITHER);
+	report_add(r, tw, "interval_sd", iv->sd_ns / 1e3, "us", BETTER_LOWER);
+	report_add(r, tw, "interval_smallest", iv->smallest_ns / 1e3, "us", BETTER_NEITHER);
+	report_add(r, tw, "interval_largest", iv->largest_ns / 1e3, "us", BETTER_LOWER);
+	static const struct {
+		const char *name;
+		double p;
+	} percentiles[] = { { "lateness_p50", 0.5 },
+			    { "lateness_p90", 0.9 },
+			    { "lateness_p99", 0.99 },
+			    { "lateness_p99_9", 0.999 } };
+	for (size_t i = 0; i < sizeof percentiles / sizeof percentiles[0]; i++)
+		report_add(r, tw, percentiles[i].name,
+			   (double)lateness_percentile_us(&late, percentiles[i].p), "us",
+			   BETTER_LOWER);
+	report_add(r, tw, "lateness_max", (double)atomic_load(&late.max_ns) / 1e3, "us",
+		   BETTER_LOWER);
+	report_add(r, tw, "runs", (double)runs, "runs", BETTER_HIGHER);
+	report_add(r, tw, "runs_before_due", (double)atomic_load(&late.early), "runs",
+		   BETTER_LOWER);
+	report_add(r, tw, "skipped_overlap", (double)st->skipped_overlap, "firings", BETTER_LOWER);
+	report_add(r, tw, "skipped_overload", (double)st->skipped_overload, "firings",
+		   BETTER_LOWER);
+	report_add(r, tw, "skipped_missed", (double)st->skipped_missed, "firings", BETTER_LOWER);
+	report_add(r, tw, "cpu_percent", 100.0 * cpu_seconds / seconds, "% of a core",
+		   BETTER_LOWER);
+	report_add(r, tw, "cpu_per_run_us", runs ? cpu_seconds * 1e6 / (double)runs : 0, "us",
+		   BETTER_LOWER);
+	report_add(r, tw, "wheel_wakeups", (double)st->wheel_wakeups, "wake-ups", BETTER_LOWER);
+	/* The exit status: never early, and something ran. */
+	report_target(r, "runs_before_due", "<=", 0);
+	report_target(r, "runs", ">=", 1);
+	report_note(r, "%.1f s on the real clock, %" PRIu64 " intervals measured", seconds,
+		    iv->count);
+	uint64_t below = atomic_load(&deviations.below), above = atomic_load(&deviations.above);
+	if (below || above)
+		report_note(r,
+			    "%" PRIu64 " intervals off by more than 5 ms (%" PRIu64
+			    " short, %" PRIu64 " long) are not in the histogram",
+			    below + above, below, above);
 }
 
-static int write_json(const char *path, const struct options *o, const struct report *r)
+/* Series for the JSON and the picture: index 0 the CDF, 1 the histogram. */
+struct pictures {
+	double cdf_x[CDF_POINTS], cdf_y[CDF_POINTS];
+	double bin_x[DEVIATION_BINS], bin_y[DEVIATION_BINS];
+	struct plot_series series[2];
+};
+
+static void add_series(struct report *r, struct pictures *p)
 {
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		perror(path);
-		return 1;
-	}
-	const struct interval_summary *iv = &r->intervals;
-	fprintf(f,
-		"{\"tasks\": %" PRIu64 ", \"period_ns\": [%" PRIu64 ", %" PRIu64 "], "
-		"\"seconds\": %.3f, \"runs\": %" PRIu64 ", \"runs_before_due\": %" PRIu64 ",\n"
-		" \"skipped\": {\"overlap\": %" PRIu64 ", \"overload\": %" PRIu64
-		", \"missed\": %" PRIu64 "},\n"
-		" \"interval_deviation_ns\": {\"count\": %" PRIu64
-		", \"mean\": %.1f, \"sd\": %.1f, \"smallest\": %.1f, \"largest\": %.1f},\n"
-		" \"lateness_us\": {\"p50\": %" PRIu64 ", \"p90\": %" PRIu64 ", \"p99\": %" PRIu64
-		", \"p99.9\": %" PRIu64 ", \"max\": %.1f},\n"
-		" \"cpu_percent\": %.3f, \"wheel_wakeups\": %" PRIu64 "}\n",
-		o->tasks, o->period_lo_ns, o->period_hi_ns, r->seconds, r->runs, r->early,
-		r->stats.skipped_overlap, r->stats.skipped_overload, r->stats.skipped_missed,
-		iv->count, iv->mean_ns, iv->sd_ns, iv->smallest_ns, iv->largest_ns, r->p50, r->p90,
-		r->p99, r->p999, (double)r->max_ns / 1e3, r->cpu_percent, r->stats.wheel_wakeups);
-	return fclose(f) ? 1 : 0;
+	size_t n = lateness_cdf(&late, p->cdf_x, p->cdf_y, CDF_POINTS);
+	p->series[0] = (struct plot_series){ "lateness", p->cdf_x, p->cdf_y, n };
+	report_series(r, "tickwheel", "lateness_cdf", p->cdf_x, p->cdf_y, n);
+	n = deviations_points(&deviations, p->bin_x, p->bin_y, DEVIATION_BINS);
+	p->series[1] = (struct plot_series){ "intervals", p->bin_x, p->bin_y, n };
+	report_series(r, "tickwheel", "interval_histogram", p->bin_x, p->bin_y, n);
+}
+
+static int draw(const char *path, const struct pictures *p)
+{
+	struct plot_panel panels[] = {
+		{ { "interval - period (10 us bins)", "deviation of interval from period (us)",
+		    "intervals", false, true, PLOT_BOXES },
+		  &p->series[1],
+		  1 },
+		{ { "lateness CDF (run start - due)", "lateness (us)", "fraction of runs", true,
+		    false, PLOT_STEPS },
+		  &p->series[0],
+		  1 },
+	};
+	return plot_png_panels(path, panels, 2);
 }
 
 static void sleep_until(uint64_t ns)
@@ -175,6 +222,7 @@ int main(int argc, char **argv)
 	for (uint64_t i = 0; i < o.tasks; i++) {
 		uint64_t period = lo_ms + (uint64_t)rand() % (hi_ms - lo_ms + 1);
 		tasks[i].period_ns = period * NS_PER_MS;
+		tasks[i].histogram = &deviations;
 		tw_task_spec spec = { .delay_ms = 1 + (uint64_t)rand() % period,
 				      .period_ms = period,
 				      .callback = run,
@@ -196,21 +244,31 @@ int main(int argc, char **argv)
 		       lateness_runs(&late), lateness_percentile_us(&late, 0.99));
 		fflush(stdout);
 	}
-	struct report r = { .seconds = (double)(monotonic_now_ns() - start) / 1e9 };
-	tw_stats(e, &r.stats);
+	double seconds = (double)(monotonic_now_ns() - start) / 1e9;
+	tw_engine_stats stats;
+	tw_stats(e, &stats);
 	tw_engine_stop(e, 1000);
-	r.cpu_percent = 100.0 * (process_cpu_seconds() - cpu0) / r.seconds;
-	r.intervals = intervals_pool(tasks, o.tasks);
-	r.runs = lateness_runs(&late);
-	r.early = atomic_load(&late.early);
-	r.p50 = lateness_percentile_us(&late, 0.5);
-	r.p90 = lateness_percentile_us(&late, 0.9);
-	r.p99 = lateness_percentile_us(&late, 0.99);
-	r.p999 = lateness_percentile_us(&late, 0.999);
-	r.max_ns = atomic_load(&late.max_ns);
-	print_report(&r);
-	int failed = o.json ? write_json(o.json, &o, &r) : 0;
+	double cpu_seconds = process_cpu_seconds() - cpu0;
+	struct interval_summary iv = intervals_pool(tasks, o.tasks);
+	struct report *r = report_open("tw-jitter", "jitter", argc, argv);
+	struct pictures *pictures = malloc(sizeof *pictures);
+	int failed = !r || !pictures;
+	if (failed) {
+		fprintf(stderr, "tw-jitter: out of memory\n");
+	} else {
+		fill_report(r, &o, &stats, &iv, seconds, cpu_seconds);
+		add_series(r, pictures);
+		printf("\n\n");
+		report_print(r, stdout);
+		failed = report_missed(r) > 0;
+		if (o.json && report_write_json(r, o.json))
+			failed = 1;
+		if (o.plot && draw(o.plot, pictures))
+			failed = 1;
+	}
+	report_free(r);
+	free(pictures);
 	tw_engine_destroy(e);
 	free(tasks);
-	return failed || r.early || !r.runs ? 1 : 0;
+	return failed;
 }
