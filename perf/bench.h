@@ -80,18 +80,51 @@ struct workload {
 bool workload_make(struct workload *wl, size_t n, uint64_t seed);
 void workload_free(struct workload *wl);
 
-/* splitmix64: small, fast, good enough for shuffling and delays. */
-uint64_t rng_next(uint64_t *state);
-/* Uniform in [0, bound), bound > 0. */
-uint32_t rng_below(uint64_t *state, uint32_t bound);
-void shuffle_u32(uint32_t *a, size_t n, uint64_t *state);
+/* The figures of one implementation at one N (bench_measure.c). */
+enum figure {
+	FIG_ADD,
+	FIG_CANCEL,
+	FIG_RESCHEDULE,
+	FIG_RESET,
+	FIG_EXPIRY,       /* wheel: dues 1 ms .. 10 min; peers: 1 .. 1000 ms */
+	FIG_EXPIRY_SHORT, /* everyone: dues 1 .. 1000 ms */
+	FIG_BYTES,
+	FIG_COUNT
+};
 
-uint64_t now_ns(void);              /* CLOCK_MONOTONIC */
-void sleep_until_ns(uint64_t when); /* CLOCK_MONOTONIC, absolute */
-double median(double *v, size_t n); /* sorts v in place */
+/* One implementation measured at one N: a column of bench-wheel's tables. */
+struct bench_column {
+	const struct timer_impl *impl; /* NULL: not measured, see missing */
+	const char *missing;           /* what the cells say when there is no figure */
+	void *set;
+	unsigned expiry_reps; /* real-clock expiry repetitions at most; 0: 3 */
+	double *samples;      /* [FIG_COUNT][reps] */
+	double fig[FIG_COUNT];
+};
+
+/* Repetitions per figure by default: 101 at N <= 1000 down to 1 at 10M. */
+unsigned bench_default_reps(size_t n);
+/* Measures every column with an impl on workload wl: the median over reps
+ * repetitions of each figure into fig[] (expiry: at most expiry_reps for
+ * real-clock loops). A column whose set cannot be made gets impl NULL, missing "failed". */
+void bench_measure(const struct workload *wl, unsigned reps, struct bench_column *cols,
+		   size_t count);
+
+/* splitmix64: small, fast, good enough for shuffling and delays. */
+uint64_t bench_rng_next(uint64_t *state);
+/* Uniform in [0, bound), bound > 0. */
+uint32_t bench_rng_below(uint64_t *state, uint32_t bound);
+void bench_shuffle_u32(uint32_t *a, size_t n, uint64_t *state);
+
+uint64_t bench_now_ns(void);              /* CLOCK_MONOTONIC */
+void bench_sleep_until_ns(uint64_t when); /* CLOCK_MONOTONIC, absolute */
+double bench_median(double *v, size_t n); /* sorts v in place */
 /* Value at quantile q (0..1) of v sorted ascending. */
-double quantile_sorted(const double *v, size_t n, double q);
-/* Bytes of the process heap in use (malloc'ed, mmapped blocks included). */
-size_t heap_in_use(void);
+double bench_quantile_sorted(const double *v, size_t n, double q);
+/* Bytes of the process heap in use (malloc'ed, mmapped blocks included);
+ * under jemalloc, those this thread allocated minus those it freed. */
+size_t bench_heap_in_use(void);
+/* true if jemalloc replaced malloc in this process. */
+bool bench_malloc_is_jemalloc(void);
 
 #endif

@@ -4,13 +4,14 @@
  */
 #include "bench.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-uint64_t rng_next(uint64_t *state)
+uint64_t bench_rng_next(uint64_t *state)
 {
 	uint64_t z = (*state += 0x9e3779b97f4a7c15u);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
@@ -18,16 +19,16 @@ uint64_t rng_next(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
-uint32_t rng_below(uint64_t *state, uint32_t bound)
+uint32_t bench_rng_below(uint64_t *state, uint32_t bound)
 {
 	/* Lemire's multiply-shift; the bias is below 2^-32 for our bounds. */
-	return (uint32_t)(((rng_next(state) >> 32) * bound) >> 32);
+	return (uint32_t)(((bench_rng_next(state) >> 32) * bound) >> 32);
 }
 
-void shuffle_u32(uint32_t *a, size_t n, uint64_t *state)
+void bench_shuffle_u32(uint32_t *a, size_t n, uint64_t *state)
 {
 	for (size_t i = n; i > 1; i--) {
-		size_t j = rng_below(state, (uint32_t)i);
+		size_t j = bench_rng_below(state, (uint32_t)i);
 		uint32_t t = a[i - 1];
 		a[i - 1] = a[j];
 		a[j] = t;
@@ -41,7 +42,7 @@ static uint32_t *random_permutation(size_t n, uint64_t *state)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
 		a[i] = (uint32_t)i;
-	shuffle_u32(a, n, state);
+	bench_shuffle_u32(a, n, state);
 	return a;
 }
 
@@ -51,7 +52,7 @@ static uint32_t *random_delays(size_t n, uint32_t max_ms, uint64_t *state)
 	if (a == NULL)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
-		a[i] = 1 + rng_below(state, max_ms);
+		a[i] = 1 + bench_rng_below(state, max_ms);
 	return a;
 }
 
@@ -85,14 +86,14 @@ void workload_free(struct workload *wl)
 	memset(wl, 0, sizeof *wl);
 }
 
-uint64_t now_ns(void)
+uint64_t bench_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void sleep_until_ns(uint64_t when)
+void bench_sleep_until_ns(uint64_t when)
 {
 	struct timespec ts = { .tv_sec = (time_t)(when / 1000000000u),
 			       .tv_nsec = (long)(when % 1000000000u) };
@@ -106,20 +107,51 @@ static int compare_doubles(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-double median(double *v, size_t n)
+double bench_median(double *v, size_t n)
 {
 	qsort(v, n, sizeof *v, compare_doubles);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-double quantile_sorted(const double *v, size_t n, double q)
+double bench_quantile_sorted(const double *v, size_t n, double q)
 {
 	size_t i = (size_t)(q * (double)(n - 1) + 0.5);
 	return v[i < n ? i : n - 1];
 }
 
-size_t heap_in_use(void)
+typedef int (*mallctl_fn)(const char *name, void *old, size_t *old_len, void *new, size_t new_len);
+
+/* jemalloc's mallctl when jemalloc replaced malloc in this process (tw-perf
+ * links it for the engine), else NULL; looked up at run time so that the
+ * benchmark builds and runs without jemalloc. */
+static mallctl_fn jemalloc_ctl(void)
 {
+	static mallctl_fn ctl;
+	static bool looked;
+	if (!looked) {
+		void *sym = dlsym(RTLD_DEFAULT, "mallctl");
+		memcpy(&ctl, &sym, sizeof ctl);
+		looked = true;
+	}
+	return ctl;
+}
+
+bool bench_malloc_is_jemalloc(void)
+{
+	return jemalloc_ctl() != NULL;
+}
+
+size_t bench_heap_in_use(void)
+{
+	/* Under jemalloc glibc's mallinfo2 sees an empty heap. jemalloc's
+	 * arena statistics miss what its thread caches hand out; this thread's
+	 * own counters are exact, and the implementations allocate on it. */
+	mallctl_fn ctl = jemalloc_ctl();
+	uint64_t allocated = 0, deallocated = 0;
+	size_t len = sizeof allocated;
+	if (ctl && ctl("thread.allocated", &allocated, &len, NULL, 0) == 0 &&
+	    ctl("thread.deallocated", &deallocated, &len, NULL, 0) == 0)
+		return (size_t)(allocated - deallocated);
 	struct mallinfo2 mi = mallinfo2();
 	return mi.uordblks + mi.hblkhd;
 }

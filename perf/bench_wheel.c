@@ -16,42 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-const struct timer_impl *const bench_impls[] = {
-	&wheel_impl,
-#ifdef HAVE_LIBUV
-	&libuv_impl,
-#endif
-#ifdef HAVE_LIBEVENT
-	&libevent_impl,
-#endif
-#ifdef HAVE_LIBEV
-	&libev_impl,
-#endif
-	NULL,
-};
-
 /* The peer columns of the tables, whether built in or not. */
 static const char *const peer_names[] = { "libuv", "libevent", "libev" };
 enum { PEER_COUNT = 3, COLUMN_COUNT = 1 + PEER_COUNT };
-
-const struct timer_impl *bench_find_impl(const char *name)
-{
-	for (size_t i = 0; bench_impls[i] != NULL; i++)
-		if (strcmp(bench_impls[i]->name, name) == 0)
-			return bench_impls[i];
-	return NULL;
-}
-
-enum figure {
-	FIG_ADD,
-	FIG_CANCEL,
-	FIG_RESCHEDULE,
-	FIG_RESET,
-	FIG_EXPIRY,       /* wheel: dues 1 ms .. 10 min; peers: 1 .. 1000 ms */
-	FIG_EXPIRY_SHORT, /* everyone: dues 1 .. 1000 ms */
-	FIG_BYTES,
-	FIG_COUNT
-};
 
 struct figure_row {
 	const char *label;
@@ -81,149 +48,6 @@ struct options {
 	uint64_t seed;
 };
 
-static unsigned default_reps(size_t n)
-{
-	if (n <= 1000)
-		return 101;
-	if (n <= 100000)
-		return 9;
-	if (n <= 1000000)
-		return 7;
-	return 1; /* 10 000 000: one run, to stay within a few minutes */
-}
-
-static double ns_per_op(uint64_t start, uint64_t end, size_t ops)
-{
-	return ops ? (double)(end - start) / (double)ops : NAN;
-}
-
-/* Fires what one expire_all() left behind, so that every timer is idle. */
-static void expire_leftovers(const struct timer_impl *impl, void *set, size_t left)
-{
-	for (int tries = 0; left > 0 && tries < 200; tries++) {
-		sleep_until_ns(now_ns() + 10000000u);
-		size_t fired = impl->expire_all(set);
-		left = fired < left ? left - fired : 0;
-	}
-	if (left > 0) {
-		fprintf(stderr, "%s: %zu timers never fired; giving up\n", impl->name, left);
-		exit(1);
-	}
-}
-
-static double measure_expiry(const struct timer_impl *impl, void *set, const struct workload *wl,
-			     const uint32_t *delay_ms, uint32_t max_delay_ms)
-{
-	impl->expiry_arm(set, wl->order[0], delay_ms, wl->n, max_delay_ms);
-	uint64_t start = now_ns();
-	size_t fired = impl->expire_all(set);
-	uint64_t end = now_ns();
-	if (fired != wl->n) {
-		fprintf(stderr, "warning: %s fired %zu of %zu timers in one pass\n", impl->name,
-			fired, wl->n);
-		expire_leftovers(impl, set, wl->n - fired);
-	}
-	return ns_per_op(start, end, fired);
-}
-
-/*
- * One repetition of the operation sequence; each timed loop touches the
- * timers in a permutation independent of the one that filed them:
- *   add (order 0) | reschedule (order 1) | cancel (order 2) |
- *   add untimed | reset (order 1) | cancel untimed.
- */
-static void measure_operations(const struct timer_impl *impl, void *set, const struct workload *wl,
-			       double out[FIG_COUNT])
-{
-	size_t n = wl->n;
-	uint64_t t0 = now_ns();
-	impl->add(set, wl->order[0], wl->delay[0], n);
-	uint64_t t1 = now_ns();
-	impl->reschedule(set, wl->order[1], wl->delay[1], n);
-	uint64_t t2 = now_ns();
-	impl->cancel(set, wl->order[2], n);
-	uint64_t t3 = now_ns();
-	impl->add(set, wl->order[0], wl->delay[0], n);
-	uint64_t t4 = now_ns();
-	impl->reset(set, wl->order[1], n, BENCH_RESET_DELAY_MS);
-	uint64_t t5 = now_ns();
-	impl->cancel(set, wl->order[2], n);
-	out[FIG_ADD] = ns_per_op(t0, t1, n);
-	out[FIG_RESCHEDULE] = ns_per_op(t1, t2, n);
-	out[FIG_CANCEL] = ns_per_op(t2, t3, n);
-	out[FIG_RESET] = ns_per_op(t4, t5, n);
-}
-
-/* Heap bytes a set of n armed timers takes, per timer: handles, the
- * implementation's own arrays and structures (growth slack included). */
-static double measure_bytes(const struct timer_impl *impl, const struct workload *wl)
-{
-	size_t before = heap_in_use();
-	void *set = impl->create(wl->n);
-	if (set == NULL)
-		return NAN;
-	impl->add(set, wl->order[0], wl->delay[0], wl->n);
-	size_t after = heap_in_use();
-	impl->cancel(set, wl->order[2], wl->n);
-	impl->destroy(set);
-	return (double)(after - before) / (double)wl->n;
-}
-
-/* One column of a table: an implementation, its timer set and its samples. */
-struct column {
-	const struct timer_impl *impl; /* NULL: not measured, see missing */
-	const char *missing;           /* what the cells say when there is no figure */
-	void *set;
-	unsigned expiry_reps;
-	double *samples; /* [FIG_COUNT][reps] */
-	double fig[FIG_COUNT];
-};
-
-static double *sample(const struct column *col, unsigned reps, int figure, unsigned rep)
-{
-	return &col->samples[(size_t)figure * reps + rep];
-}
-
-static bool column_start(struct column *col, const struct workload *wl, unsigned reps)
-{
-	const struct timer_impl *impl = col->impl;
-	col->expiry_reps = impl->real_clock && reps > 3 ? 3 : reps;
-	col->fig[FIG_BYTES] = measure_bytes(impl, wl);
-	col->samples = malloc((size_t)FIG_COUNT * reps * sizeof *col->samples);
-	col->set = col->samples ? impl->create(wl->n) : NULL;
-	if (col->set != NULL)
-		return true;
-	free(col->samples);
-	col->samples = NULL;
-	col->impl = NULL;
-	col->missing = "failed";
-	return false;
-}
-
-static void column_measure_expiry(struct column *col, const struct workload *wl, unsigned reps,
-				  unsigned r)
-{
-	const struct timer_impl *impl = col->impl;
-	double ns_short =
-		measure_expiry(impl, col->set, wl, wl->short_delay, BENCH_SHORT_MAX_DELAY_MS);
-	*sample(col, reps, FIG_EXPIRY_SHORT, r) = ns_short;
-	*sample(col, reps, FIG_EXPIRY, r) =
-		impl->real_clock ?
-			ns_short :
-			measure_expiry(impl, col->set, wl, wl->delay[0], BENCH_MAX_DELAY_MS);
-}
-
-/* Medians into col->fig (sorting the samples); frees the set. */
-static void column_finish(struct column *col, unsigned reps)
-{
-	for (int f = FIG_ADD; f <= FIG_EXPIRY_SHORT; f++) {
-		unsigned count = f >= FIG_EXPIRY ? col->expiry_reps : reps;
-		col->fig[f] = median(sample(col, reps, f, 0), count);
-	}
-	col->impl->destroy(col->set);
-	col->set = NULL;
-}
-
 static void print_cell(double v, const char *why_missing)
 {
 	if (isnan(v))
@@ -232,7 +56,7 @@ static void print_cell(double v, const char *why_missing)
 		printf(" %10.1f", v);
 }
 
-static void print_table(size_t n, unsigned reps, const struct column columns[COLUMN_COUNT])
+static void print_table(size_t n, unsigned reps, const struct bench_column columns[COLUMN_COUNT])
 {
 	printf("\nN = %zu live timers: ns per operation, median of %u run%s "
 	       "(real-clock expiry: %u)\n",
@@ -243,7 +67,7 @@ static void print_table(size_t n, unsigned reps, const struct column columns[COL
 		printf("%-24s", figure_rows[f].label);
 		for (int c = 0; c < COLUMN_COUNT; c++)
 			print_cell(columns[c].impl ? columns[c].fig[f] : NAN, columns[c].missing);
-		const struct column *wheel = &columns[0], *libev = &columns[COLUMN_COUNT - 1];
+		const struct bench_column *wheel = &columns[0], *libev = &columns[COLUMN_COUNT - 1];
 		double ratio = wheel->impl && libev->impl ? wheel->fig[f] / libev->fig[f] : NAN;
 		if (isnan(ratio))
 			printf(" %12s", "-");
@@ -268,13 +92,14 @@ static bool peer_selected(const struct options *opt, const char *name)
 }
 
 /* Which implementation each column measures at this N, and why not. */
-static void choose_columns(const struct options *opt, size_t n, struct column columns[COLUMN_COUNT])
+static void choose_columns(const struct options *opt, size_t n,
+			   struct bench_column columns[COLUMN_COUNT])
 {
 	memset(columns, 0, COLUMN_COUNT * sizeof *columns);
 	columns[0].impl = &wheel_impl;
 	columns[0].missing = "-";
 	for (int p = 0; p < PEER_COUNT; p++) {
-		struct column *col = &columns[1 + p];
+		struct bench_column *col = &columns[1 + p];
 		col->impl = bench_find_impl(peer_names[p]);
 		col->missing = "-";
 		if (col->impl == NULL) {
@@ -287,11 +112,7 @@ static void choose_columns(const struct options *opt, size_t n, struct column co
 	}
 }
 
-/*
- * Measures every column at one N. The implementations take turns within each
- * repetition (wheel, libuv, libevent, libev, then the next repetition), so
- * that a noisy stretch of this shared machine lands on all of them.
- */
+/* Measures every column at one N (bench_measure.c) and prints its table. */
 static void run_size(const struct options *opt, size_t n)
 {
 	struct workload wl;
@@ -299,31 +120,11 @@ static void run_size(const struct options *opt, size_t n)
 		fprintf(stderr, "N = %zu: out of memory for the workload\n", n);
 		return;
 	}
-	unsigned reps = opt->reps ? opt->reps : default_reps(n);
-	struct column columns[COLUMN_COUNT];
+	unsigned reps = opt->reps ? opt->reps : bench_default_reps(n);
+	struct bench_column columns[COLUMN_COUNT];
 	choose_columns(opt, n, columns);
-	for (int c = 0; c < COLUMN_COUNT; c++)
-		if (columns[c].impl != NULL)
-			column_start(&columns[c], &wl, reps);
-	for (unsigned r = 0; r < reps; r++)
-		for (int c = 0; c < COLUMN_COUNT; c++) {
-			double one[FIG_COUNT];
-			if (columns[c].impl == NULL)
-				continue;
-			measure_operations(columns[c].impl, columns[c].set, &wl, one);
-			for (int f = FIG_ADD; f <= FIG_RESET; f++)
-				*sample(&columns[c], reps, f, r) = one[f];
-		}
-	for (unsigned r = 0; r < reps; r++)
-		for (int c = 0; c < COLUMN_COUNT; c++)
-			if (columns[c].impl != NULL && r < columns[c].expiry_reps)
-				column_measure_expiry(&columns[c], &wl, reps, r);
-	for (int c = 0; c < COLUMN_COUNT; c++)
-		if (columns[c].impl != NULL)
-			column_finish(&columns[c], reps);
+	bench_measure(&wl, reps, columns, COLUMN_COUNT);
 	print_table(n, reps, columns);
-	for (int c = 0; c < COLUMN_COUNT; c++)
-		free(columns[c].samples);
 	workload_free(&wl);
 }
 

@@ -60,9 +60,9 @@ static void fill_wheel(struct wheel *w, struct wheel_entry *entries, const struc
 		wheel_entry_init(&entries[i]);
 		order[i] = i;
 	}
-	shuffle_u32(order, LUMPS_TIMERS, &rng);
+	bench_shuffle_u32(order, LUMPS_TIMERS, &rng);
 	for (size_t i = 0; i < LUMPS_TIMERS; i++)
-		wheel_add(w, &entries[order[i]], c->start + 1 + rng_below(&rng, c->span));
+		wheel_add(w, &entries[order[i]], c->start + 1 + bench_rng_below(&rng, c->span));
 	free(order);
 }
 
@@ -72,10 +72,10 @@ static size_t advance_by_ticks(struct wheel *w, const struct lumps_case *c, doub
 {
 	size_t fired = 0;
 	for (uint32_t t = 1; t <= c->span; t++) {
-		uint64_t begin = now_ns();
+		uint64_t begin = bench_now_ns();
 		while (wheel_expire(w, c->start + t) != NULL)
 			fired++;
-		tick_ns[t - 1] = (double)(now_ns() - begin);
+		tick_ns[t - 1] = (double)(bench_now_ns() - begin);
 	}
 	return fired;
 }
@@ -99,8 +99,8 @@ static struct tick_stats summarise_ticks(const double *tick_ns, uint32_t span, d
 		scratch[t - 1] = tick_ns[t - 1];
 	}
 	qsort(scratch, span, sizeof *scratch, compare_doubles);
-	st.p50_ms = quantile_sorted(scratch, span, 0.50) / 1e6;
-	st.p99_ms = quantile_sorted(scratch, span, 0.99) / 1e6;
+	st.p50_ms = bench_quantile_sorted(scratch, span, 0.50) / 1e6;
+	st.p99_ms = bench_quantile_sorted(scratch, span, 0.99) / 1e6;
 	return st;
 }
 

@@ -1,6 +1,7 @@
 /* plot.c - see plot.h. */
 #include "plot.h"
 
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -121,6 +122,13 @@ int plot_png_panels(const char *path, const struct plot_panel *panels, size_t co
 		fprintf(stderr, "plot: %s: nothing to draw\n", path);
 		return -1;
 	}
+	/* gnuplot draws on its stdout when it cannot open the output: find out first. */
+	FILE *out = fopen(path, "wb");
+	if (!out) {
+		fprintf(stderr, "plot: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	fclose(out);
 	/* A gnuplot that is missing or dies early must not kill us with SIGPIPE. */
 	struct sigaction ignore = { .sa_handler = SIG_IGN }, old;
 	sigaction(SIGPIPE, &ignore, &old);

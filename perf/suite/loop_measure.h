@@ -1,0 +1,49 @@
+/*
+ * loop_measure.h - what heartbeats, burst and idle share around the loops:
+ * which loops to run, a seeded random source, the 1 ms grid, and exact
+ * lateness percentiles from recorded samples.
+ *
+ * Samples rather than the 1 us histogram of measure.h: a peer that drifts or
+ * falls behind is late by far more than its 20 ms range, and a percentile
+ * clamped there would flatter it.
+ */
+#ifndef TICKWHEEL_PERF_LOOP_MEASURE_H
+#define TICKWHEEL_PERF_LOOP_MEASURE_H
+
+#include "loops.h"
+#include "plot.h"
+#include "report.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NS_PER_MS UINT64_C(1000000)
+
+/* tickwheel, then each peer wanted by opt; returns how many (at most 4). */
+size_t loops_wanted(const struct suite_options *opt, const struct loop_impl **out);
+
+/* splitmix64: the same draws for every loop of one invocation. */
+uint64_t rng_next(uint64_t *state);
+uint64_t rng_below(uint64_t *state, uint64_t n);
+
+/* ns rounded up to a whole ms of CLOCK_MONOTONIC, the grid every API here
+ * can express a due on. */
+uint64_t ceil_ms_ns(uint64_t ns);
+void sleep_until_ns(uint64_t ns);
+
+/* Sorts the lateness samples (ns, signed: negative = before its due). */
+void lateness_sort(int64_t *ns, size_t n);
+/* The p-quantile of sorted samples in us, negatives counted as 0 (the
+ * histogram's rule: the smallest value with at least p of the runs at or
+ * below it). */
+double lateness_quantile_us(const int64_t *sorted, size_t n, double p);
+/* lateness_p50 .. lateness_max of sorted samples as figures of impl. */
+void lateness_report(struct report *r, const char *impl, const int64_t *sorted, size_t n);
+/* A CDF of sorted samples: x = lateness in us, y = fraction of runs at or
+ * below it, at most max_points points. Returns the points written. */
+size_t lateness_cdf_of(const int64_t *sorted, size_t n, double *x_us, double *y, size_t max_points);
+/* A CDF as a plot series on a log x axis, where lateness 0 has no place. */
+struct plot_series cdf_plot_series(const char *title, const double *x_us, const double *y,
+				   size_t n);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * loops.h - timers on a real-clock loop, the same job for tickwheel and for
+ * each peer event loop, so that heartbeats, burst and idle run one code path
+ * over all of them. A peer is a single-threaded loop that runs its callbacks
+ * itself; tickwheel runs them on its executors while run_until() waits.
+ */
+#ifndef TICKWHEEL_PERF_LOOPS_H
+#define TICKWHEEL_PERF_LOOPS_H
+
+#include "suite.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Timer `timer` started a run at start_ns (CLOCK_MONOTONIC); `skipped` due
+ * firings were skipped since its previous run (always 0 for the peers). May be
+ * called from several threads at once for different timers (tickwheel), never
+ * twice at once for one timer. */
+typedef void (*loop_fire_fn)(void *ctx, size_t timer, uint64_t start_ns, uint64_t skipped);
+
+struct loop_impl {
+	const char *name;
+	/* One line: what this loop does differently from tickwheel. */
+	const char *differs;
+	/* A loop for `timers` timers, none armed. NULL after saying why on stderr. */
+	void *(*create)(size_t timers, loop_fire_fn fire, void *ctx,
+			const struct suite_options *opt);
+	/* Arms timer i: first due at first_due_ns (CLOCK_MONOTONIC), then every
+	 * period_ms (0: once). 0, or -1 after saying why. */
+	int (*arm)(void *loop, size_t timer, uint64_t first_due_ns, uint64_t period_ms);
+	/* Runs the loop (tickwheel: waits) until deadline_ns. */
+	void (*run_until)(void *loop, uint64_t deadline_ns);
+	/* Times the loop woke up to fire timers so far (tickwheel: wheel wake-ups). */
+	uint64_t (*wakeups)(void *loop);
+	/* Stops every timer and frees the loop. */
+	void (*destroy)(void *loop);
+};
+
+extern const struct loop_impl tickwheel_loop;
+#ifdef HAVE_LIBUV
+extern const struct loop_impl libuv_loop;
+#endif
+#ifdef HAVE_LIBEVENT
+extern const struct loop_impl libevent_loop;
+#endif
+#ifdef HAVE_LIBEV
+extern const struct loop_impl libev_loop;
+#endif
+
+/* tickwheel first, then every peer built in; NULL-terminated. */
+extern const struct loop_impl *const suite_loops[];
+
+#endif

@@ -1,0 +1,174 @@
+/* suite_util.c - see suite_util.h. */
+#include "suite_util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t su_rand(uint64_t *state)
+{
+	uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+uint64_t su_below(uint64_t *state, uint64_t n)
+{
+	/* Modulo bias is below n / 2^64: nothing a benchmark can see. */
+	return su_rand(state) % n;
+}
+
+double su_uniform(uint64_t *state)
+{
+	return (double)(su_rand(state) >> 11) * 0x1.0p-53;
+}
+
+uint32_t *su_permutation(size_t n, uint64_t *state)
+{
+	uint32_t *p = malloc((n ? n : 1) * sizeof *p);
+	if (!p)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint32_t)i;
+	for (size_t i = n; i > 1; i--) {
+		size_t j = su_below(state, i);
+		uint32_t t = p[i - 1];
+		p[i - 1] = p[j];
+		p[j] = t;
+	}
+	return p;
+}
+
+void su_push(struct su_samples *s, double x)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 4096;
+		double *v = realloc(s->v, cap * sizeof *v);
+		if (!v) {
+			s->oom = true;
+			return;
+		}
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = x;
+	s->sorted = false;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+double su_quantile(struct su_samples *s, double p)
+{
+	if (!s->n)
+		return 0;
+	if (!s->sorted)
+		qsort(s->v, s->n, sizeof *s->v, by_value);
+	s->sorted = true;
+	size_t i = (size_t)(p * (double)(s->n - 1) + 0.5);
+	return s->v[i < s->n ? i : s->n - 1];
+}
+
+void su_samples_free(struct su_samples *s)
+{
+	free(s->v);
+	*s = (struct su_samples){ 0 };
+}
+
+void su_sleep_until_ns(uint64_t t)
+{
+	struct timespec ts = { .tv_sec = (time_t)(t / 1000000000u),
+			       .tv_nsec = (long)(t % 1000000000u) };
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+double su_clock_read_ns(void)
+{
+	struct su_samples s = { 0 };
+	for (unsigned b = 0; b < 200; b++) {
+		uint64_t t0 = clock_ns(CLOCK_MONOTONIC), t = t0;
+		for (unsigned i = 0; i < 1000; i++)
+			t = clock_ns(CLOCK_MONOTONIC);
+		su_push(&s, (double)(t - t0) / 1000);
+	}
+	double med = su_quantile(&s, 0.5);
+	su_samples_free(&s);
+	return med;
+}
+
+uint64_t su_self_cpu_ns(void)
+{
+	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+pid_t su_gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+size_t su_threads(pid_t *out, size_t max)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return 0;
+	size_t n = 0;
+	struct dirent *ent;
+	while ((ent = readdir(d)) != NULL) {
+		long tid = strtol(ent->d_name, NULL, 10);
+		if (tid <= 0)
+			continue;
+		if (n < max)
+			out[n] = (pid_t)tid;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static FILE *open_task_file(pid_t tid, const char *name)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/task/%d/%s", (int)tid, name);
+	return fopen(path, "r");
+}
+
+long su_thread_syscall(pid_t tid)
+{
+	FILE *f = open_task_file(tid, "syscall");
+	if (!f)
+		return -1;
+	long nr = -1;
+	if (fscanf(f, "%ld", &nr) != 1)
+		nr = -1; /* "running" */
+	fclose(f);
+	return nr;
+}
+
+int64_t su_thread_cpu_ns(pid_t tid)
+{
+	/* schedstat's first field is the thread's run time in ns; stat's
+	 * utime+stime only count whole clock ticks (10 ms). */
+	FILE *f = open_task_file(tid, "schedstat");
+	if (!f)
+		return -1;
+	unsigned long long ns;
+	int got = fscanf(f, "%llu", &ns);
+	fclose(f);
+	return got == 1 ? (int64_t)ns : -1;
+}

@@ -1,0 +1,47 @@
+/*
+ * suite_util.h - small things the scenarios share: a seeded random generator
+ * (splitmix64: the same seed, the same run), growable sample arrays with
+ * quantiles, sleeping to an absolute time, and the CPU time of one thread
+ * of the process found by its thread id.
+ */
+#ifndef TICKWHEEL_PERF_SUITE_UTIL_H
+#define TICKWHEEL_PERF_SUITE_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+uint64_t su_rand(uint64_t *state);
+uint64_t su_below(uint64_t *state, uint64_t n); /* 0 .. n-1; n > 0 */
+double su_uniform(uint64_t *state);             /* [0, 1) */
+/* A random permutation of 0 .. n-1 (malloc'd; NULL: out of memory). */
+uint32_t *su_permutation(size_t n, uint64_t *state);
+
+struct su_samples {
+	double *v;
+	size_t n, cap;
+	bool sorted, oom; /* oom: a push found no memory and dropped its sample */
+};
+
+void su_push(struct su_samples *s, double x);
+/* Sorts the samples (once) and reads the p-quantile, 0 <= p <= 1; 0 if empty. */
+double su_quantile(struct su_samples *s, double p);
+void su_samples_free(struct su_samples *s);
+
+void su_sleep_until_ns(uint64_t t);
+
+/* What one read of CLOCK_MONOTONIC costs here, ns (median over batches). */
+double su_clock_read_ns(void);
+/* The calling thread's CPU time, ns. */
+uint64_t su_self_cpu_ns(void);
+
+pid_t su_gettid(void);
+/* The ids of the process's threads now, up to max; how many there are. */
+size_t su_threads(pid_t *out, size_t max);
+/* The system call thread tid is blocked in, -1 while it runs or unknown. */
+long su_thread_syscall(pid_t tid);
+/* CPU time the thread has used, in ns; -1 if it cannot be read. */
+int64_t su_thread_cpu_ns(pid_t tid);
+
+#endif
