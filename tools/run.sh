@@ -6,7 +6,10 @@
 #   tools/run.sh test        setup, then the test suites in build/
 #   tools/run.sh test-asan   the test suites in build-asan/ (ASan + UBSan, no recovery)
 #   tools/run.sh test-tsan   the plain-program suites in build-tsan/ (ThreadSanitizer)
-#   tools/run.sh all-tests   test, then test-asan, then test-tsan
+#   tools/run.sh perf-gate   the latency regression gate: callgrind instruction counts per
+#                            operation against perf/baseline.json, from build-gate/ (release)
+#   tools/run.sh perf-gate update   the same build, then rewrites perf/baseline.json
+#   tools/run.sh all-tests   test, then test-asan, then test-tsan, then perf-gate
 #
 # Meant for a fresh Debian 12 machine as root. Every test run ends with a line
 # "tests: N passed, N failed" and exits non-zero on any failure. Criterion exits 0 without
@@ -197,6 +200,32 @@ do_test_tsan() {
 	run_tests build-tsan no-criterion
 }
 
+# Instruction counts depend on the compiler and the build options, and the baseline was made
+# from these: an existing build-gate/ is set back to them rather than trusted.
+GATE_OPTIONS=(-Dbuildtype=release -Db_sanitize=none -Dallocator=jemalloc)
+
+# perf-gate [check|update] [perf/gate.py options]
+do_perf_gate() {
+	local what="${1:-check}" rc=0
+	case "$what" in
+	check | update) shift || true ;;
+	*) what=check ;;
+	esac
+	build_or_fail install_packages
+	build_or_fail configure build-gate "${GATE_OPTIONS[@]}"
+	build_or_fail meson configure build-gate "${GATE_OPTIONS[@]}" </dev/null
+	build_or_fail ninja -C build-gate perf/suite/tw-perf
+	python3 perf/gate.py "$what" --tw-perf build-gate/perf/suite/tw-perf "$@" </dev/null || rc=$?
+	[ "$what" = check ] || return "$rc"
+	echo "perf-gate (build-gate/ against perf/baseline.json):"
+	if [ "$rc" -eq 0 ]; then
+		echo "tests: 1 passed, 0 failed"
+	else
+		echo "tests: 0 passed, 1 failed"
+	fi
+	return "$rc"
+}
+
 cmd="${1:-}"
 case "$cmd" in
 setup)
@@ -215,6 +244,9 @@ test-asan)
 test-tsan)
 	do_test_tsan
 	;;
+perf-gate)
+	do_perf_gate "${@:2}"
+	;;
 all-tests)
 	rc=0
 	self="$ROOT/tools/run.sh"
@@ -223,21 +255,21 @@ all-tests)
 	log "== test (build/)"
 	bash "$self" test 2>&1 | tee "$out" || rc=1
 	sums=$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1 || true)
-	for kind in asan tsan; do
-		log "== test-$kind (build-$kind/)"
-		bash "$self" "test-$kind" 2>&1 | tee "$out" || rc=1
+	for kind in test-asan test-tsan perf-gate; do
+		log "== $kind"
+		bash "$self" "$kind" 2>&1 | tee "$out" || rc=1
 		sums="$sums"$'\n'$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1 || true)
 	done
 	p=$(awk '/^tests:/ { s += $2 } END { print s + 0 }' <<<"$sums")
 	f=$(awk '/^tests:/ { s += $4 } END { print s + 0 }' <<<"$sums")
-	[ "$(grep -c '^tests:' <<<"$sums")" -eq 3 ] || { rc=1; f=$((f + 1)); }
+	[ "$(grep -c '^tests:' <<<"$sums")" -eq 4 ] || { rc=1; f=$((f + 1)); }
 	[ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
-	echo "all-tests (build/ + build-asan/ + build-tsan/):"
+	echo "all-tests (build/ + build-asan/ + build-tsan/ + the perf gate in build-gate/):"
 	echo "tests: $p passed, $f failed"
 	exit "$rc"
 	;;
 *)
-	echo "usage: tools/run.sh setup|demo [showcase options]|test|test-asan|test-tsan|all-tests" >&2
+	echo "usage: tools/run.sh setup|demo [showcase options]|test|test-asan|test-tsan|perf-gate [update]|all-tests" >&2
 	exit 2
 	;;
 esac
