@@ -17,21 +17,21 @@
 /* The command line, parsed once by main(); 0 or NULL = the scenario's default,
  * which each scenario documents in its usage line. */
 struct suite_options {
-	size_t tasks;                      /* --tasks N */
-	double seconds;                    /* --seconds S */
+	size_t tasks;                        /* --tasks N */
+	double seconds;                      /* --seconds S */
 	uint64_t period_lo_ms, period_hi_ms; /* --period 100-500ms */
-	size_t sessions;                   /* --sessions N */
-	double rate;                       /* --rate R  (resets per second) */
-	double timeout_s;                  /* --timeout 30s */
-	double quiet;                      /* --quiet F  (fraction of sessions that go quiet) */
-	unsigned threads;                  /* --threads N  (application threads) */
-	unsigned executors;                /* --executors N  (0: one per online CPU) */
-	const char *sizes;                 /* --sizes 1000,100000,... */
-	const char *peers;                 /* --peers libev,libuv | none; NULL: every peer built in */
-	const char *json;                  /* --json FILE */
-	const char *plot_dir;              /* --plot DIR */
-	uint64_t seed;                     /* --seed S */
-	bool quick;                        /* --quick: the smallest run that still says something */
+	size_t sessions;                     /* --sessions N */
+	double rate;                         /* --rate R  (resets per second) */
+	double timeout_s;                    /* --timeout 30s */
+	double quiet;                        /* --quiet F  (fraction of sessions that go quiet) */
+	unsigned threads;                    /* --threads N  (application threads) */
+	unsigned executors;                  /* --executors N  (0: one per online CPU) */
+	const char *sizes;                   /* --sizes 1000,100000,... */
+	const char *peers;    /* --peers libev,libuv | none; NULL: every peer built in */
+	const char *json;     /* --json FILE */
+	const char *plot_dir; /* --plot DIR */
+	uint64_t seed;        /* --seed S */
+	bool quick;           /* --quick: the smallest run that still says something */
 };
 
 /* A scenario: fills r (params, figures, targets, notes, series), draws its
