@@ -6,6 +6,8 @@
 #   tools/run.sh test        setup, then the test suites in build/
 #   tools/run.sh test-asan   the test suites in build-asan/ (ASan + UBSan, no recovery)
 #   tools/run.sh test-tsan   the plain-program suites in build-tsan/ (ThreadSanitizer)
+#   tools/run.sh perf        the perf suite: every tw-perf scenario from build-perf/ (release),
+#                            tables, JSON and pictures into perf/results/ (about 8 minutes)
 #   tools/run.sh perf-gate   the latency regression gate: callgrind instruction counts per
 #                            operation against perf/baseline.json, from build-gate/ (release)
 #   tools/run.sh perf-gate update   the same build, then rewrites perf/baseline.json
@@ -226,6 +228,13 @@ do_perf_gate() {
 	return "$rc"
 }
 
+do_perf() {
+	build_or_fail install_packages
+	build_or_fail configure build-perf -Dbuildtype=release
+	build_or_fail ninja -C build-perf perf/suite/tw-perf
+	bash perf/results.sh build-perf/perf/suite/tw-perf
+}
+
 cmd="${1:-}"
 case "$cmd" in
 setup)
@@ -243,6 +252,9 @@ test-asan)
 	;;
 test-tsan)
 	do_test_tsan
+	;;
+perf)
+	do_perf
 	;;
 perf-gate)
 	do_perf_gate "${@:2}"
@@ -269,7 +281,7 @@ all-tests)
 	exit "$rc"
 	;;
 *)
-	echo "usage: tools/run.sh setup|demo [showcase options]|test|test-asan|test-tsan|perf-gate [update]|all-tests" >&2
+	echo "usage: tools/run.sh setup|demo [showcase options]|test|test-asan|test-tsan|perf|perf-gate [update]|all-tests" >&2
 	exit 2
 	;;
 esac

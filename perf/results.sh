@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# perf/results.sh [PATH/TO/tw-perf] - runs every tw-perf scenario at its default size, writing
+# each table (SCENARIO.txt), its JSON (SCENARIO.json) and its pictures (*.png) into
+# perf/results/, which is committed: the README shows the pictures and headline figures.
+#
+# Default binary: build-perf/perf/suite/tw-perf (configure it with --buildtype=release; tools/run.sh
+# perf does all of it). Takes about 8 minutes. A scenario that misses a target exits 1: the run
+# goes on, and the summary at the end names it. SCENARIOS="burst idle" runs only those.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+tw=$(realpath "${1:-$here/../build-perf/perf/suite/tw-perf}")
+out=$here/results
+scenarios=${SCENARIOS:-heartbeats burst idle sessions churn stall ops}
+mkdir -p "$out"
+
+summary=()
+for s in $scenarios; do
+	args=()
+	# the peers at 10M take minutes and 1.5 GB each: the default sizes stop at 1M here
+	[ "$s" != ops ] || args=(--sizes 1000,10000,100000,1000000)
+	echo "== tw-perf $s ${args[*]}" >&2
+	"$tw" "$s" "${args[@]}" --json "$out/$s.json" --plot "$out" | tee "$out/$s.txt"
+	rc=${PIPESTATUS[0]}
+	case $rc in
+	0) summary+=("$s: every target met") ;;
+	1) summary+=("$s: some target missed (see $out/$s.txt)") ;;
+	*) summary+=("$s: failed with status $rc") ;;
+	esac
+done
+printf '%s\n' "${summary[@]}"
