@@ -378,7 +378,7 @@ static void run_profile(const struct profile *profile)
 /* A tick on or next to a slot boundary of a random level. */
 static uint64_t near_boundary(struct rng *r, uint64_t now)
 {
-	unsigned bits = WHEEL_LEVEL_BITS * (1 + (unsigned)rng_below(r, WHEEL_LEVELS - 1));
+	unsigned bits = WHEEL_LEVEL_SHIFT(1 + (unsigned)rng_below(r, WHEEL_LEVELS - 1));
 	if (rng_per_mille(r, 100))
 		bits = 41 + (unsigned)rng_below(r, 2);
 	uint64_t width = POW2(bits);
@@ -444,7 +444,7 @@ static uint64_t tie_due(struct rng *r, uint64_t now)
 		return now + rng_below(r, 8);
 	if (pick < 750) {
 		/* the first tick of the next window of level 1, 2 or 3 */
-		uint64_t width = POW2(WHEEL_LEVEL_BITS * (1 + (unsigned)rng_below(r, 3)));
+		uint64_t width = POW2(WHEEL_LEVEL_SHIFT(1 + (unsigned)rng_below(r, 3)));
 		return (now / width + 1) * width + rng_below(r, 2);
 	}
 	if (pick < 900)
@@ -470,10 +470,12 @@ static uint64_t tie_step(struct rng *r)
  * wheel's span (2^41 ticks), and travels to them in steps of every size. */
 static uint64_t far_due(struct rng *r, uint64_t now)
 {
-	static const unsigned boundary_bits[] = { 15, 20, 25, 30, 35, 41, 42 };
+	/* slot widths of levels 2 to 4, level spans, and beyond the wheel */
+	static const unsigned boundary_bits[] = { 19, 20, 27, 28, 35, 36, 41, 42 };
+	enum { N_BITS = sizeof boundary_bits / sizeof boundary_bits[0] };
 	unsigned pick = (unsigned)rng_below(r, 1000);
 	if (pick < 450) {
-		unsigned bits = boundary_bits[rng_below(r, 7)];
+		unsigned bits = boundary_bits[rng_below(r, N_BITS)];
 		return (((now >> bits) + 1 + rng_below(r, 2)) << bits) + rng_below(r, 3);
 	}
 	if (pick < 600)
@@ -499,6 +501,40 @@ static uint64_t far_step(struct rng *r)
 	return 1 + rng_below(r, POW2(36));
 }
 
+/*
+ * The engine's main use: heartbeats 100-500 ms out and bursts 1-4 s out, on
+ * both sides of level 0's span (4096 ticks), round its ring, and across the
+ * windows of level 1 (2048 ticks) that cascade into it; a few for minutes.
+ */
+static uint64_t heartbeat_due(struct rng *r, uint64_t now)
+{
+	unsigned pick = (unsigned)rng_below(r, 1000);
+	uint64_t window = POW2(WHEEL_LEVEL_SHIFT(1));
+	if (pick < 450)
+		return now + 100 + rng_below(r, 401);
+	if (pick < 700)
+		return now + SECOND + rng_below(r, 3 * SECOND + 1);
+	if (pick < 800) /* on a window boundary of level 1, up to three ahead */
+		return (now / window + 1 + rng_below(r, 3)) * window - 1 + rng_below(r, 3);
+	if (pick < 900)
+		return now + rng_below(r, 70);
+	if (pick < 970)
+		return now + 4000 + rng_below(r, 200); /* level 0's span */
+	return now + rng_below(r, 20 * 60 * SECOND);
+}
+
+static uint64_t heartbeat_step(struct rng *r)
+{
+	unsigned pick = (unsigned)rng_below(r, 1000);
+	if (pick < 20)
+		return 0;
+	if (pick < 600)
+		return 1 + rng_below(r, 8);
+	if (pick < 970)
+		return 1 + rng_below(r, 100);
+	return 1 + rng_below(r, 3 * SECOND);
+}
+
 /* Thousands of live timers, due times from now to the far future. */
 static const struct profile mixed_profile = {
 	.name = "mixed",
@@ -511,6 +547,20 @@ static const struct profile mixed_profile = {
 	.check_every = 4096,
 	.random_due = mixed_due,
 	.random_step = mixed_step,
+};
+
+/* Thousands of timers a few seconds out, as the engine keeps them. */
+static const struct profile heartbeat_profile = {
+	.name = "heartbeats",
+	.n_timers = MAX_TIMERS,
+	.ops_per_seed = 600000,
+	.advance_per_mille = 60,
+	.add_bias_per_mille = 600,
+	.remove_per_mille = 200,
+	.in_loop_per_mille = 100,
+	.check_every = 4096,
+	.random_due = heartbeat_due,
+	.random_step = heartbeat_step,
 };
 
 /* Hundreds of timers crowding a few ticks at a time, small steps. */
@@ -558,6 +608,11 @@ static const struct profile sparse_profile = {
 Test(wheel_random, mixed_scales_against_the_model, .timeout = 300)
 {
 	run_profile(&mixed_profile);
+}
+
+Test(wheel_random, heartbeats_and_bursts_against_the_model, .timeout = 300)
+{
+	run_profile(&heartbeat_profile);
 }
 
 Test(wheel_random, crowded_ticks_against_the_model, .timeout = 300)

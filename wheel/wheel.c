@@ -1,36 +1,44 @@
 /*
  * wheel.c - the hierarchical timing wheel.
  *
- * Geometry. Level L has 64 slots, each one window of 32^L ticks wide:
+ * Geometry. Level 0 has 4096 slots of one tick; level 1 has 512 slots of
+ * 2048 ticks; from there each level's slots are 256 times wider; the top
+ * level has 64 slots:
  *
- *   level  slot width        level span (64 slots)
- *   0      1 ms              64 ms
- *   1      32 ms             2.0 s
- *   2      1.024 s           65.5 s
- *   3      32.8 s            35 min
- *   4      17.5 min          18.6 h
- *   5      9.3 h             24.9 days
- *   6      12.4 days         2.2 years
- *   7      1.09 years        69.7 years   (2^41 ms)
+ *   level  slots  slot width        level span
+ *   0      4096   1 ms              4.1 s
+ *   1      512    2.05 s (2^11)     17.5 min
+ *   2      512    8.7 min (2^19)    3.1 days
+ *   3      512    1.55 days (2^27)  2.2 years
+ *   4      64     1.09 years (2^35) 69.7 years   (2^41 ms)
+ *
+ * Why so wide at the bottom: every move from one level to the next costs
+ * instructions and, with many timers, a cache miss per entry. With 4096
+ * one-tick slots, delays up to 2 to 4 s (heartbeats, bursts) are filed where
+ * they fire and never move, and with 256-fold steps above, delays up to 9 to
+ * 17 minutes move once. The occupancy bitmap has a summary word over its
+ * 64-bit words, so finding the next occupied slot of a level stays a couple
+ * of word reads, and wheel_next_expiry O(levels).
  *
  * A due time beyond the top level's span waits in the top slot of its own
  * index; each time an earlier window of that slot is moved down, it is set
  * aside (w->held) in order and put back. So it never fires early and keeps
  * its place among entries due in the same tick.
  *
- * A level spans two windows of the level above. That spare window is what
- * makes cascading smooth: a slot of level L (window [a, a + 32^L)) is moved
- * down while time is still in the window before it, a little on every tick,
- * so that it is empty by its deadline: a for level 1, a - 32^(L-1) above, when
- * the first window of the level below must itself start moving. A crowded
- * slot thus never costs one tick more than its share (count / ticks left).
+ * Each level but the top spans two windows (slots) of the level above. That
+ * spare window is what makes cascading smooth: a slot of level L (window
+ * [a, a + width(L))) is moved down while time is still in the window before
+ * it, a little on every tick, so that it is empty by its deadline: a for
+ * level 1, a - width(L - 1) above, when the first window of the level below
+ * must itself start moving. A crowded slot thus never costs one tick more
+ * than its share (count / ticks left).
  *
  * Where an entry goes. Let F(L) be the frontier of level L: every window of
  * level L below F(L) has been moved down. An entry due at T lives on the
  * lowest level L with T < F(L + 1). A level that is not cascading has
- * F(L) = start of the window after now's + 32^L; one that is has F(L) = the
- * start of the window being moved (draining[L]), and entries added for that
- * window join its tail.
+ * F(L) = start of the window after now's + width(L); one that is has F(L) =
+ * the start of the window being moved (draining[L]), and entries added for
+ * that window join its tail.
  *
  * Exactness and order. Level-0 slots are one tick wide, so an entry is handed
  * out at its tick. Lists are appended at the tail and cascaded from the head,
@@ -54,19 +62,63 @@
 
 enum {
 	TOP = WHEEL_LEVELS - 1,
-	SLOT_MASK = WHEEL_SLOTS - 1,
 	SCAN_LIMIT = 8,  /* wheel_next_expiry reads slots this small exactly */
 	MOVE_BATCH = 64, /* entries a cascade moves at least per visit */
 };
 
+/* First slot of each level in w->slot. */
+enum {
+	BASE1 = 1 << WHEEL_LEVEL0_BITS,
+	BASE2 = BASE1 + (1 << WHEEL_UPPER_BITS),
+	BASE3 = BASE2 + (1 << WHEEL_UPPER_BITS),
+	BASE4 = BASE3 + (1 << WHEEL_UPPER_BITS),
+};
+
+/* Per level: log2 of its slot width and slot count, and its first slot. */
+static const struct level_geometry {
+	uint8_t shift, bits;
+	uint16_t base;
+} geometry[WHEEL_LEVELS] = {
+	{ WHEEL_LEVEL_SHIFT(0), WHEEL_LEVEL0_BITS, 0 },
+	{ WHEEL_LEVEL_SHIFT(1), WHEEL_UPPER_BITS, BASE1 },
+	{ WHEEL_LEVEL_SHIFT(2), WHEEL_UPPER_BITS, BASE2 },
+	{ WHEEL_LEVEL_SHIFT(3), WHEEL_UPPER_BITS, BASE3 },
+	{ WHEEL_LEVEL_SHIFT(4), WHEEL_TOP_BITS, BASE4 },
+};
+
+/* What the code relies on. The cascade: every level spans two windows of the
+ * one above. The bitmap: each level fills whole words, and the summary bits
+ * of a level's words lie in one summary word. wheel.h's time limit: the top
+ * level reaches 2^41. */
+_Static_assert(WHEEL_LEVELS == 5 && BASE4 + (1 << WHEEL_TOP_BITS) == WHEEL_SLOT_COUNT,
+	       "geometry[] lists every level");
+_Static_assert(WHEEL_LEVEL0_BITS == WHEEL_LEVEL_SHIFT(1) + 1, "level 0 spans two windows");
+_Static_assert(WHEEL_LEVEL_SHIFT(1) + WHEEL_UPPER_BITS == WHEEL_LEVEL_SHIFT(2) + 1,
+	       "an upper level spans two windows");
+_Static_assert(WHEEL_LEVEL0_BITS == 12 && WHEEL_UPPER_BITS >= 6 && WHEEL_TOP_BITS >= 6,
+	       "level 0's words are summary word 0, the others' are whole words");
+_Static_assert(BASE4 / 64 - 64 + (1 << WHEEL_TOP_BITS) / 64 <= 64, "summary word 1 is enough");
+_Static_assert(WHEEL_LEVEL_SHIFT(TOP) + WHEEL_TOP_BITS == 41, "wheel.h: time below 2^64 - 2^42");
+
 static inline unsigned shift_of(unsigned level)
 {
-	return level * WHEEL_LEVEL_BITS;
+	return geometry[level].shift;
 }
 
 static inline uint64_t width_of(unsigned level)
 {
 	return UINT64_C(1) << shift_of(level);
+}
+
+static inline unsigned slots_of(unsigned level)
+{
+	return 1u << geometry[level].bits;
+}
+
+/* Index within level L of the slot for tick t. */
+static inline unsigned index_of(unsigned level, uint64_t t)
+{
+	return (unsigned)(t >> shift_of(level)) & (slots_of(level) - 1);
 }
 
 /* Start of the window of level L that follows the one holding t. */
@@ -75,15 +127,14 @@ static inline uint64_t next_window(unsigned level, uint64_t t)
 	return ((t >> shift_of(level)) + 1) << shift_of(level);
 }
 
-static inline uint64_t rotate_right(uint64_t bits, unsigned n)
-{
-	n &= 63;
-	return n ? (bits >> n) | (bits << (64 - n)) : bits;
-}
-
 static inline uint64_t min_u64(uint64_t a, uint64_t b)
 {
 	return a < b ? a : b;
+}
+
+static inline uint64_t bit(unsigned n)
+{
+	return UINT64_C(1) << (n & 63);
 }
 
 static inline struct wheel_entry *entry_of(struct wheel_link *l)
@@ -91,9 +142,62 @@ static inline struct wheel_entry *entry_of(struct wheel_link *l)
 	return (struct wheel_entry *)l; /* link is the first member */
 }
 
-static inline struct wheel_slot *slot_for(struct wheel *w, unsigned level, uint64_t t)
+/* Slot index of level L; const wheels too, for the functions that only read. */
+static inline struct wheel_slot *slot_at(const struct wheel *w, unsigned level, unsigned index)
 {
-	return &w->slot[level][(t >> shift_of(level)) & SLOT_MASK];
+	return (struct wheel_slot *)&w->slot[geometry[level].base + index];
+}
+
+static inline struct wheel_slot *slot_for(const struct wheel *w, unsigned level, uint64_t t)
+{
+	return slot_at(w, level, index_of(level, t));
+}
+
+/* Occupancy of slot i of w->slot: a bit in a word, and the word's bit in the
+ * summary, set while the word is not zero. */
+static inline void mark_occupied(struct wheel *w, unsigned i)
+{
+	w->occupied[i / 64] |= bit(i);
+	w->summary[i / 4096] |= bit(i / 64);
+}
+
+static inline void mark_empty(struct wheel *w, unsigned i)
+{
+	if (!(w->occupied[i / 64] &= ~bit(i)))
+		w->summary[i / 4096] &= ~bit(i / 64);
+}
+
+/* Rotates the low n bits of bits right by k < n. */
+static inline uint64_t rotate_field(uint64_t bits, unsigned k, unsigned n)
+{
+	if (!k)
+		return bits;
+	uint64_t field = n < 64 ? (UINT64_C(1) << n) - 1 : ~UINT64_C(0);
+	return ((bits >> k) | (bits << (n - k))) & field;
+}
+
+/*
+ * How many slots on from index from of level L (itself included, going
+ * round) the first occupied one is, or UINT64_MAX: the word holding from,
+ * then the summary of the level's words says which word to read.
+ */
+static inline uint64_t first_occupied(const struct wheel *w, unsigned level, unsigned from)
+{
+	unsigned base = geometry[level].base / 64, words = slots_of(level) / 64;
+	const uint64_t *word = &w->occupied[base];
+	unsigned here = from / 64;
+	uint64_t bits = word[here] & (~UINT64_C(0) << (from & 63));
+	if (bits)
+		return here * 64 + (unsigned)__builtin_ctzll(bits) - from;
+	uint64_t summary = w->summary[base / 64] >> (base & 63);
+	if (words < 64)
+		summary &= (UINT64_C(1) << words) - 1;
+	summary = rotate_field(summary, (here + 1) & (words - 1), words);
+	if (!summary)
+		return UINT64_MAX;
+	unsigned found = (here + 1 + (unsigned)__builtin_ctzll(summary)) & (words - 1);
+	unsigned index = found * 64 + (unsigned)__builtin_ctzll(word[found]);
+	return (index - from) & (slots_of(level) - 1);
 }
 
 static inline void link_tail(struct wheel *w, struct wheel_slot *s, struct wheel_entry *e)
@@ -105,7 +209,7 @@ static inline void link_tail(struct wheel *w, struct wheel_slot *s, struct wheel
 	head->prev = &e->link;
 	e->slot = s;
 	if (!s->count++)
-		w->occupied[s->level] |= UINT64_C(1) << s->index;
+		mark_occupied(w, s->index);
 }
 
 static inline void unlink_entry(struct wheel *w, struct wheel_entry *e)
@@ -115,7 +219,7 @@ static inline void unlink_entry(struct wheel *w, struct wheel_entry *e)
 	e->link.next->prev = e->link.prev;
 	e->slot = NULL;
 	if (!--s->count)
-		w->occupied[s->level] &= ~(UINT64_C(1) << s->index);
+		mark_empty(w, s->index);
 }
 
 /* The frontier of level L + 1: entries due before it live on level L or lower. */
@@ -132,38 +236,32 @@ static void update_limits(struct wheel *w)
 		w->limit[level] = frontier_above(w, level);
 }
 
-static inline unsigned level_for(const struct wheel *w, uint64_t due)
-{
-	unsigned level = 0;
-	while (level < TOP && due >= w->limit[level])
-		level++;
-	return level;
-}
-
 void wheel_init(struct wheel *w, uint64_t now)
 {
 	w->now = now;
 	w->drain_due = UINT64_MAX;
 	w->count = 0;
 	for (unsigned l = 0; l < WHEEL_LEVELS; l++) {
-		w->occupied[l] = 0;
 		w->draining[l] = 0;
 		w->level_due[l] = UINT64_MAX;
-		for (unsigned i = 0; i < WHEEL_SLOTS; i++) {
-			struct wheel_slot *s = &w->slot[l][i];
-			s->head.next = s->head.prev = &s->head;
-			s->count = 0;
-			s->level = (uint16_t)l;
-			s->index = (uint16_t)i;
-		}
+	}
+	for (unsigned i = 0; i < sizeof w->summary / sizeof w->summary[0]; i++)
+		w->summary[i] = 0;
+	for (unsigned i = 0; i < WHEEL_WORDS; i++)
+		w->occupied[i] = 0;
+	for (unsigned i = 0; i < WHEEL_SLOT_COUNT; i++) {
+		struct wheel_slot *s = &w->slot[i];
+		s->head.next = s->head.prev = &s->head;
+		s->count = 0;
+		s->index = i;
 	}
 	w->held.next = w->held.prev = &w->held;
 	update_limits(w);
 }
 
 /*
- * Start of the window that slot index of level L stands for: one of the 64
- * windows from the level's frontier on (the first window not yet moved down).
+ * Start of the window that slot index of level L stands for: one of the
+ * level's windows from its frontier on (the first window not yet moved down).
  */
 static inline uint64_t window_of_slot(const struct wheel *w, unsigned level, unsigned index)
 {
@@ -171,12 +269,13 @@ static inline uint64_t window_of_slot(const struct wheel *w, unsigned level, uns
 	if (!first)
 		first = next_window(level, w->now) + width_of(level);
 	uint64_t q = first >> shift_of(level);
-	return (q + ((index - q) & SLOT_MASK)) << shift_of(level);
+	return (q + ((index - q) & (slots_of(level) - 1))) << shift_of(level);
 }
 
-static inline void file(struct wheel *w, struct wheel_entry *e)
+/* Files e on level L; inlined with a constant level, its geometry folds away. */
+static inline __attribute__((always_inline)) void file_at(struct wheel *w, struct wheel_entry *e,
+							  unsigned level)
 {
-	unsigned level = level_for(w, e->due);
 	struct wheel_slot *s = slot_for(w, level, e->due);
 	link_tail(w, s, e);
 	/* A slot that had entries already has its window's work scheduled. */
@@ -186,12 +285,23 @@ static inline void file(struct wheel *w, struct wheel_entry *e)
 	 * index, and keeps it there, in order, while that slot's earlier
 	 * windows pass. */
 	uint64_t start = level < TOP ? next_window(level, e->due) - width_of(level) :
-				       window_of_slot(w, TOP, s->index);
+				       window_of_slot(w, TOP, s->index - geometry[TOP].base);
 	uint64_t start_moving = start - width_of(level);
 	if (start_moving < w->level_due[level]) {
 		w->level_due[level] = start_moving;
 		w->drain_due = min_u64(w->drain_due, start_moving);
 	}
+}
+
+static inline void file(struct wheel *w, struct wheel_entry *e)
+{
+	for (unsigned level = 0; level < TOP; level++) {
+		if (e->due < w->limit[level]) {
+			file_at(w, e, level);
+			return;
+		}
+	}
+	file_at(w, e, TOP);
 }
 
 void wheel_add(struct wheel *w, struct wheel_entry *e, uint64_t due)
@@ -222,11 +332,10 @@ void wheel_reschedule(struct wheel *w, struct wheel_entry *e, uint64_t due)
 /* Activation tick of the first occupied window of level L at or after from. */
 static uint64_t next_activation(const struct wheel *w, unsigned level, uint64_t from)
 {
-	uint64_t bits = rotate_right(w->occupied[level], (unsigned)(from >> shift_of(level)));
-	if (!bits)
+	uint64_t ahead = first_occupied(w, level, index_of(level, from));
+	if (ahead == UINT64_MAX)
 		return UINT64_MAX;
-	uint64_t start = from + ((uint64_t)__builtin_ctzll(bits) << shift_of(level));
-	return start - width_of(level);
+	return from + (ahead << shift_of(level)) - width_of(level);
 }
 
 /*
@@ -238,9 +347,8 @@ static uint64_t next_activation(const struct wheel *w, unsigned level, uint64_t 
 static void move_down(struct wheel *w, unsigned level, struct wheel_slot *s, uint64_t end,
 		      uint32_t n)
 {
-	struct wheel_slot *below = w->slot[level - 1];
-	unsigned shift = shift_of(level - 1);
-	uint64_t filled = 0;
+	struct wheel_slot *below = slot_at(w, level - 1, 0);
+	unsigned shift = shift_of(level - 1), mask = slots_of(level - 1) - 1;
 	uint32_t moved = 0;
 	struct wheel_link *next = s->head.next;
 	for (uint32_t i = 0; i < n && next != &s->head; i++) {
@@ -248,12 +356,11 @@ static void move_down(struct wheel *w, unsigned level, struct wheel_slot *s, uin
 		next = next->next;
 		struct wheel_link *to_head = &w->held;
 		if (level != TOP || e->due < end) {
-			unsigned index = (e->due >> shift) & SLOT_MASK;
-			struct wheel_slot *to = &below[index];
+			struct wheel_slot *to = &below[(e->due >> shift) & mask];
 			to_head = &to->head;
 			e->slot = to;
-			to->count++;
-			filled |= UINT64_C(1) << index;
+			if (!to->count++)
+				mark_occupied(w, to->index);
 			moved++;
 		}
 		struct wheel_link *last = to_head->prev;
@@ -262,12 +369,11 @@ static void move_down(struct wheel *w, unsigned level, struct wheel_slot *s, uin
 		last->next = &e->link;
 		to_head->prev = &e->link;
 	}
-	w->occupied[level - 1] |= filled;
 	s->head.next = next;
 	next->prev = &s->head;
 	s->count -= moved;
 	if (!s->count)
-		w->occupied[level] &= ~(UINT64_C(1) << s->index);
+		mark_empty(w, s->index);
 }
 
 /* The top slot's window is done: what it set aside becomes its content. */
@@ -304,7 +410,7 @@ static void work_level(struct wheel *w, unsigned level, uint64_t t)
 		w->limit[level - 1] = start;
 	}
 	struct wheel_slot *s = slot_for(w, level, start);
-	uint64_t deadline = level == 1 ? start : start - (width >> WHEEL_LEVEL_BITS);
+	uint64_t deadline = level == 1 ? start : start - width_of(level - 1);
 	uint32_t left = s->count, share = left;
 	assert(t <= deadline);
 	if (t < deadline) {
@@ -328,7 +434,9 @@ static void work_level(struct wheel *w, unsigned level, uint64_t t)
 	}
 }
 
-static void cascade(struct wheel *w, uint64_t t)
+/* Out of line, as jump_empty: seldom needed, and inlined they would burden
+ * every step with their registers and set-up. */
+static __attribute__((noinline)) void cascade(struct wheel *w, uint64_t t)
 {
 	uint64_t due = UINT64_MAX;
 	for (unsigned level = TOP; level >= 1; level--) {
@@ -341,7 +449,7 @@ static void cascade(struct wheel *w, uint64_t t)
 }
 
 /* Everything is gone: time may jump, and no cascade is in flight. */
-static void jump_empty(struct wheel *w, uint64_t t)
+static __attribute__((noinline)) void jump_empty(struct wheel *w, uint64_t t)
 {
 	w->now = t;
 	w->drain_due = UINT64_MAX;
@@ -352,22 +460,21 @@ static void jump_empty(struct wheel *w, uint64_t t)
 	update_limits(w);
 }
 
-/* Sets the current tick; frontiers move when t enters a new window of level 1. */
+/* Sets the current tick; the frontier above level L moves when t enters a new
+ * window of level L + 1. */
 static inline void set_now(struct wheel *w, uint64_t t)
 {
-	uint64_t crossed = (t ^ w->now) >> WHEEL_LEVEL_BITS;
+	uint64_t crossed = t ^ w->now;
 	w->now = t;
-	for (unsigned level = 0; crossed && level < TOP; level++) {
+	for (unsigned level = 0; level < TOP && crossed >> shift_of(level + 1); level++)
 		w->limit[level] = frontier_above(w, level);
-		crossed >>= WHEEL_LEVEL_BITS;
-	}
 }
 
 /* The first tick after now with an entry on level 0, or UINT64_MAX. */
 static inline uint64_t next_occupied_tick(const struct wheel *w)
 {
-	uint64_t ticks = rotate_right(w->occupied[0], (unsigned)(w->now + 1));
-	return ticks ? w->now + 1 + (uint64_t)__builtin_ctzll(ticks) : UINT64_MAX;
+	uint64_t ahead = first_occupied(w, 0, index_of(0, w->now + 1));
+	return ahead == UINT64_MAX ? UINT64_MAX : w->now + 1 + ahead;
 }
 
 /* Moves now to the next tick where something happens, at most target. */
@@ -382,23 +489,35 @@ static void step(struct wheel *w, uint64_t target)
 	}
 }
 
-struct wheel_entry *wheel_expire(struct wheel *w, uint64_t target)
+/*
+ * Moves time on until the current tick has entries, and returns their slot;
+ * NULL once at target. Kept out of line, so that handing out an entry of the
+ * current tick, the common case, is a short call.
+ */
+static __attribute__((noinline)) struct wheel_slot *advance(struct wheel *w, uint64_t target)
 {
 	for (;;) {
-		struct wheel_slot *s = &w->slot[0][w->now & SLOT_MASK];
-		if (s->count) {
-			struct wheel_entry *e = entry_of(s->head.next);
-			unlink_entry(w, e);
-			w->count--;
-			return e;
-		}
 		if (w->now >= target)
 			return NULL;
 		if (!w->count)
 			jump_empty(w, target);
 		else
 			step(w, target);
+		struct wheel_slot *s = slot_for(w, 0, w->now);
+		if (s->count)
+			return s;
 	}
+}
+
+struct wheel_entry *wheel_expire(struct wheel *w, uint64_t target)
+{
+	struct wheel_slot *s = slot_for(w, 0, w->now);
+	if (!s->count && !(s = advance(w, target)))
+		return NULL;
+	struct wheel_entry *e = entry_of(s->head.next);
+	unlink_entry(w, e);
+	w->count--;
+	return e;
 }
 
 /* The first due tick in a small slot; else when it needs work (early). */
@@ -423,10 +542,11 @@ static uint64_t work_expiry(const struct wheel *w, unsigned level)
  */
 static uint64_t top_expiry(const struct wheel *w)
 {
-	uint64_t first = UINT64_MAX, bits = w->occupied[TOP];
+	_Static_assert(WHEEL_TOP_BITS == 6, "the top level's bitmap is one word");
+	uint64_t first = UINT64_MAX, bits = w->occupied[geometry[TOP].base / 64];
 	uint32_t seen = 0;
 	while (bits) {
-		const struct wheel_slot *s = &w->slot[TOP][__builtin_ctzll(bits)];
+		const struct wheel_slot *s = slot_at(w, TOP, (unsigned)__builtin_ctzll(bits));
 		bits &= bits - 1;
 		seen += s->count;
 		if (seen > SCAN_LIMIT)
@@ -441,17 +561,15 @@ uint64_t wheel_next_expiry(const struct wheel *w)
 	uint64_t now = w->now;
 	if (!w->count)
 		return UINT64_MAX;
-	if (w->slot[0][now & SLOT_MASK].count)
+	if (slot_for(w, 0, now)->count)
 		return now;
 	uint64_t first = next_occupied_tick(w);
 	for (unsigned level = 1; level < TOP; level++) {
 		uint64_t from = next_window(level, now);
-		uint64_t bits =
-			rotate_right(w->occupied[level], (unsigned)(from >> shift_of(level)));
-		if (!bits)
+		uint64_t ahead = first_occupied(w, level, index_of(level, from));
+		if (ahead == UINT64_MAX)
 			continue;
-		uint64_t start = from + ((uint64_t)__builtin_ctzll(bits) << shift_of(level));
-		const struct wheel_slot *s = slot_for((struct wheel *)w, level, start);
+		const struct wheel_slot *s = slot_for(w, level, from + (ahead << shift_of(level)));
 		first = min_u64(first, s->count > SCAN_LIMIT ? work_expiry(w, level) :
 							       list_expiry(&s->head));
 	}
@@ -471,22 +589,21 @@ static bool check_failed(int line)
 
 /* Invariants, for tests: list links and counts, bitmaps, where each entry
  * sits, and that no occupied window is left without a tick to move it. */
-static bool check_list(const struct wheel_link *head, const struct wheel_slot *s, uint64_t min_due,
-		       uint32_t *n)
+static bool check_list(const struct wheel_link *head, const struct wheel_slot *s, unsigned level,
+		       uint64_t min_due, uint32_t *n)
 {
+	unsigned index = s->index - geometry[level].base, shift = shift_of(level);
 	for (const struct wheel_link *l = head->next; l != head; l = l->next, (*n)++) {
 		const struct wheel_entry *e = (const struct wheel_entry *)l;
 		if (l->next->prev != l || l->prev->next != l || e->slot != s || e->due < min_due)
 			return check_failed(__LINE__);
-		if (s->level == 0 &&
-		    (e->due - min_due > SLOT_MASK || (e->due & SLOT_MASK) != s->index))
+		if (level == 0 && e->due - min_due >= slots_of(0))
 			return check_failed(__LINE__);
 		/* Only the top level keeps dues beyond its span, in their index's slot. */
-		unsigned shift = shift_of(s->level);
-		if (s->level < TOP && ((e->due >> shift) & SLOT_MASK) != s->index)
+		if (level < TOP && index_of(level, e->due) != index)
 			return check_failed(__LINE__);
-		if (s->level == TOP && ((e->due >> shift) & SLOT_MASK) != s->index &&
-		    (e->due >> shift) - (min_due >> shift) < WHEEL_SLOTS)
+		if (level == TOP && index_of(level, e->due) != index &&
+		    (e->due >> shift) - (min_due >> shift) < slots_of(TOP))
 			return check_failed(__LINE__);
 	}
 	return true;
@@ -494,23 +611,24 @@ static bool check_list(const struct wheel_link *head, const struct wheel_slot *s
 
 static bool check_slot(const struct wheel *w, unsigned level, unsigned index, size_t *total)
 {
-	const struct wheel_slot *s = &w->slot[level][index];
+	const struct wheel_slot *s = slot_at(w, level, index);
 	uint64_t now = w->now, width = width_of(level);
 	uint64_t start = level ? window_of_slot(w, level, index) : now;
+	unsigned i = geometry[level].base + index;
 	uint32_t n = 0;
-	if (s->level != level || s->index != index || !check_list(&s->head, s, start, &n))
+	if (s->index != i || !check_list(&s->head, s, level, start, &n))
 		return check_failed(__LINE__);
 	bool draining = level && start == w->draining[level];
 	/* A window that should be moving down already must at least be due for it. */
 	if (n && level > 0 && !draining && start < next_window(level, now) + width &&
 	    w->level_due[level] > now)
 		return check_failed(__LINE__);
-	if (level == TOP && draining && !check_list(&w->held, s, start + width, &n))
+	if (level == TOP && draining && !check_list(&w->held, s, level, start + width, &n))
 		return check_failed(__LINE__);
-	if (n != s->count || !!(w->occupied[level] & (UINT64_C(1) << index)) != (n > 0))
+	if (n != s->count || !!(w->occupied[i / 64] & bit(i)) != (n > 0))
 		return check_failed(__LINE__);
 	if (level > 0 && n > 0) {
-		uint64_t deadline = level == 1 ? start : start - (width >> WHEEL_LEVEL_BITS);
+		uint64_t deadline = level == 1 ? start : start - width_of(level - 1);
 		uint64_t needed = draining ? deadline : start - width;
 		if (w->level_due[level] > needed || w->drain_due > w->level_due[level])
 			return check_failed(__LINE__);
@@ -519,13 +637,26 @@ static bool check_slot(const struct wheel *w, unsigned level, unsigned index, si
 	return true;
 }
 
+/* The summary has a bit set exactly for the bitmap words that are not zero. */
+static bool check_summary(const struct wheel *w)
+{
+	for (unsigned j = 0; j < sizeof w->summary * 8; j++) {
+		bool set = !!(w->summary[j / 64] & bit(j));
+		if (set != (j < WHEEL_WORDS && w->occupied[j] != 0))
+			return check_failed(__LINE__);
+	}
+	return true;
+}
+
 bool wheel_check(const struct wheel *w)
 {
 	size_t total = 0;
 	if (!w->draining[TOP] && w->held.next != &w->held)
 		return check_failed(__LINE__);
+	if (!check_summary(w))
+		return false;
 	for (unsigned level = 0; level < WHEEL_LEVELS; level++)
-		for (unsigned index = 0; index < WHEEL_SLOTS; index++)
+		for (unsigned index = 0; index < slots_of(level); index++)
 			if (!check_slot(w, level, index, &total))
 				return check_failed(__LINE__);
 	return total == w->count;

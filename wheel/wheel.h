@@ -29,11 +29,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * Geometry (see wheel.c): level 0 has 4096 one-tick slots, so that delays up
+ * to 2 to 4 s are filed where they fire and never cascade; level 1's slots
+ * are 2048 ticks wide, and from there each level's slots are 256 times wider
+ * than the level below's. Every level but the top spans two slots (windows)
+ * of the level above. The top level's 64 slots of 2^35 ticks reach 2^41.
+ */
 enum {
-	WHEEL_LEVEL_BITS = 5, /* each level's slots are 32 times wider */
-	WHEEL_SLOTS = 64,     /* per level: two windows of the level above */
-	WHEEL_LEVELS = 8,     /* covers 2^(5 * 7 + 6) = 2^41 ticks */
+	WHEEL_LEVELS = 5,
+	WHEEL_LEVEL0_BITS = 12, /* level 0: 4096 slots of 1 tick, 4.1 s */
+	WHEEL_UPPER_BITS = 9,   /* levels 1 to 3: 512 slots each */
+	WHEEL_FANOUT_BITS = 8,  /* above level 1, slots 256 times wider per level */
+	WHEEL_TOP_BITS = 6,     /* level 4: 64 slots of 2^35 ticks, 2^41 in all */
+	WHEEL_SLOT_COUNT = (1 << WHEEL_LEVEL0_BITS) + (WHEEL_LEVELS - 2) * (1 << WHEEL_UPPER_BITS) +
+			   (1 << WHEEL_TOP_BITS),
+	WHEEL_WORDS = WHEEL_SLOT_COUNT / 64, /* 64-bit words of the occupancy bitmap */
 };
+
+/* log2 of the width in ticks of a slot of level L: 0, 11, 19, 27, 35. */
+#define WHEEL_LEVEL_SHIFT(level) \
+	((level) ? WHEEL_LEVEL0_BITS - 1 + WHEEL_FANOUT_BITS * ((level)-1) : 0)
 
 struct wheel_link {
 	struct wheel_link *next, *prev;
@@ -42,7 +58,7 @@ struct wheel_link {
 struct wheel_slot {
 	struct wheel_link head; /* circular list, oldest first */
 	uint32_t count;
-	uint16_t level, index; /* where the slot sits, to clear its bit */
+	uint32_t index; /* in wheel.slot, to clear its occupancy bit */
 };
 
 /* Embed in the owner's object; 32 bytes. Treat the fields as private. */
@@ -52,16 +68,18 @@ struct wheel_entry {
 	struct wheel_slot *slot; /* NULL while not in the wheel */
 };
 
+/* About 137 KiB: keep it off small stacks. */
 struct wheel {
 	uint64_t now;       /* every entry due at or before now was handed out */
 	uint64_t drain_due; /* no level above 0 needs work before this tick */
 	size_t count;
-	uint64_t occupied[WHEEL_LEVELS];  /* bit i: slot i is not empty */
 	uint64_t draining[WHEEL_LEVELS];  /* start of the window being cascaded, or 0 */
 	uint64_t level_due[WHEEL_LEVELS]; /* next tick at which the level needs work */
 	uint64_t limit[WHEEL_LEVELS];     /* entries due before limit[L] go to level <= L */
-	struct wheel_link held;           /* set aside from the top slot being moved: due later */
-	struct wheel_slot slot[WHEEL_LEVELS][WHEEL_SLOTS];
+	uint64_t summary[(WHEEL_WORDS + 63) / 64]; /* bit j: occupied word j is not 0 */
+	uint64_t occupied[WHEEL_WORDS];            /* bit i: slot i is not empty */
+	struct wheel_link held; /* set aside from the top slot being moved: due later */
+	struct wheel_slot slot[WHEEL_SLOT_COUNT]; /* level 0's, then level 1's, ... */
 };
 
 /* Starts an empty wheel whose current tick is now. */
