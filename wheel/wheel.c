@@ -161,10 +161,29 @@ static inline void mark_occupied(struct wheel *w, unsigned i)
 	w->summary[i / 4096] |= bit(i / 64);
 }
 
+/* Clears slot i's bit; true if its word is now empty, and so its summary bit
+ * must go too (mark_word_empty). */
+static inline bool clear_slot_bit(struct wheel *w, unsigned i)
+{
+	return !(w->occupied[i / 64] &= ~bit(i));
+}
+
+static inline void mark_word_empty(struct wheel *w, unsigned i)
+{
+	w->summary[i / 4096] &= ~bit(i / 64);
+}
+
 static inline void mark_empty(struct wheel *w, unsigned i)
 {
-	if (!(w->occupied[i / 64] &= ~bit(i)))
-		w->summary[i / 4096] &= ~bit(i / 64);
+	if (clear_slot_bit(w, i))
+		mark_word_empty(w, i);
+}
+
+/* mark_word_empty out of line: wheel_remove's common path then needs no more
+ * registers than the unlink itself. */
+static __attribute__((noinline, cold)) void mark_word_empty_cold(struct wheel *w, unsigned i)
+{
+	mark_word_empty(w, i);
 }
 
 /* Rotates the low n bits of bits right by k < n. */
@@ -212,14 +231,15 @@ static inline void link_tail(struct wheel *w, struct wheel_slot *s, struct wheel
 		mark_occupied(w, s->index);
 }
 
-static inline void unlink_entry(struct wheel *w, struct wheel_entry *e)
+/* Takes e out of its list; returns its slot if that is now empty, for the
+ * caller to clear its occupancy bit, else NULL. */
+static inline struct wheel_slot *unlink_entry(struct wheel_entry *e)
 {
 	struct wheel_slot *s = e->slot;
 	e->link.prev->next = e->link.next;
 	e->link.next->prev = e->link.prev;
 	e->slot = NULL;
-	if (!--s->count)
-		mark_empty(w, s->index);
+	return --s->count ? NULL : s;
 }
 
 /* The frontier of level L + 1: entries due before it live on level L or lower. */
@@ -315,16 +335,21 @@ void wheel_add(struct wheel *w, struct wheel_entry *e, uint64_t due)
 void wheel_remove(struct wheel *w, struct wheel_entry *e)
 {
 	assert(e->slot);
-	unlink_entry(w, e);
+	struct wheel_slot *emptied = unlink_entry(e);
+	if (emptied && clear_slot_bit(w, emptied->index))
+		mark_word_empty_cold(w, emptied->index);
 	w->count--;
 }
 
 void wheel_reschedule(struct wheel *w, struct wheel_entry *e, uint64_t due)
 {
-	if (e->slot)
-		unlink_entry(w, e);
-	else
+	if (e->slot) {
+		struct wheel_slot *emptied = unlink_entry(e);
+		if (emptied)
+			mark_empty(w, emptied->index);
+	} else {
 		w->count++;
+	}
 	e->due = due > w->now ? due : w->now + 1;
 	file(w, e);
 }
@@ -509,15 +534,27 @@ static __attribute__((noinline)) struct wheel_slot *advance(struct wheel *w, uin
 	}
 }
 
+/* Takes out the head of s: unlink_entry, knowing prev is the head, and the
+ * bits cleared in line (a call would cost wheel_expire a frame). */
+static inline struct wheel_entry *take_head(struct wheel *w, struct wheel_slot *s)
+{
+	struct wheel_entry *e = entry_of(s->head.next);
+	struct wheel_link *next = e->link.next;
+	s->head.next = next;
+	next->prev = &s->head;
+	e->slot = NULL;
+	if (!--s->count)
+		mark_empty(w, s->index);
+	return e;
+}
+
 struct wheel_entry *wheel_expire(struct wheel *w, uint64_t target)
 {
 	struct wheel_slot *s = slot_for(w, 0, w->now);
 	if (!s->count && !(s = advance(w, target)))
 		return NULL;
-	struct wheel_entry *e = entry_of(s->head.next);
-	unlink_entry(w, e);
 	w->count--;
-	return e;
+	return take_head(w, s);
 }
 
 /* The first due tick in a small slot; else when it needs work (early). */

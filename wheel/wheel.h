@@ -68,7 +68,7 @@ struct wheel_entry {
 	struct wheel_slot *slot; /* NULL while not in the wheel */
 };
 
-/* About 137 KiB: keep it off small stacks. */
+/* About 134 KiB: keep it off small stacks. */
 struct wheel {
 	uint64_t now;       /* every entry due at or before now was handed out */
 	uint64_t drain_due; /* no level above 0 needs work before this tick */
