@@ -34,31 +34,24 @@ enum task_filing {
 };
 
 /*
- * 192 bytes, cache-line aligned. The first line holds what an operation from
- * an application thread touches (lookup, lock, state, due), so that postponing
- * a due at a random id costs one cache miss.
+ * 192 bytes, cache-line aligned, in three lines by who touches them how often.
+ *
+ * Line 0 is all that the wheel thread reads or writes to cascade, expire and
+ * hand out a firing, and all that an application thread reads or writes to
+ * look a task up and postpone it: at a million firings a second each firing
+ * costs one cache miss there, and a postpone at a random id one. To fit, the
+ * period and the delay are kept in 32 bits, or, from 2^32 - 1 ms (49 days)
+ * on, in 64 bits on line 2 with WIDE_MS here; the skips since the last run
+ * move to line 2 behind a flag. Filed in the wheel, the entry's own due is
+ * the tick the task is filed at.
+ *
+ * Line 1 is the rest of what an executor touches per run, line 2 what only
+ * skips, queries and slot reuse touch.
  */
+enum { WIDE_MS = UINT32_MAX }; /* the period or delay is in its 64-bit field */
+
 struct tw_task {
-	/* line 0: the API's fast path */
-	_Atomic uint64_t id; /* 0 while the slot is free */
-	atomic_flag lock;
-	_Atomic uint8_t state; /* tw_state */
-	uint8_t filing;        /* enum task_filing; under lock */
-	bool mailed : 1;       /* under lock, these four */
-	bool released : 1;
-	bool delay_pending : 1;  /* set_delay while paused */
-	bool release_queued : 1; /* an executor has yet to call release */
-	_Atomic bool paused_by_failures;
-	bool concurrent;         /* immutable while live */
-	uint32_t generation;     /* of this slot; ids carry it */
-	uint32_t index;          /* of this slot in the table */
-	uint64_t filed_tick;     /* tick the entry is filed at; under lock */
-	_Atomic uint64_t due_ns; /* ideal next due; 0 = none */
-	_Atomic uint64_t period_ms;
-	uint64_t delay_ms;          /* for resuming a one-shot; under lock */
-	_Atomic uint32_t running;   /* runs dispatched and not yet returned */
-	uint32_t skipped_since_run; /* under lock */
-	/* line 1: the wheel thread's and the executors' */
+	/* line 0: the wheel thread's and the API's fast path */
 	union {                           /* each member serves one phase of the slot's life */
 		struct wheel_entry entry; /* filed in the wheel: wheel thread only */
 		struct cds_wfcq_node to_release; /* queued to an executor to call release */
@@ -68,21 +61,89 @@ struct tw_task {
 		} reaped;
 		uint32_t next_free; /* free: list link, slot index + 1 */
 	};
-	struct cds_wfcq_node mail; /* queued to the wheel thread while mailed */
+	_Atomic uint64_t id;        /* 0 while the slot is free */
+	_Atomic uint64_t due_ns;    /* ideal next due; 0 = none */
+	_Atomic uint32_t period_ms; /* or WIDE_MS: see period_wide_ms */
+	uint32_t delay_ms;          /* for resuming a one-shot (or WIDE_MS); under lock */
+	_Atomic uint32_t running;   /* runs dispatched and not yet returned */
+	atomic_flag lock;
+	_Atomic uint8_t state; /* tw_state */
+	uint8_t filing : 2;    /* enum task_filing; under lock, these bits */
+	bool mailed : 1;
+	bool released : 1;
+	bool delay_pending : 1;  /* set_delay while paused */
+	bool release_queued : 1; /* an executor has yet to call release */
+	bool skipped : 1;        /* skipped_since_run is not 0 */
+	bool concurrent;         /* immutable while live */
+	/* line 1: the executors' */
 	tw_callback callback;
 	void *arg;
 	void (*release)(void *arg);
-	/* line 2: statistics */
-	_Atomic uint64_t runs, skipped_overlap, skipped_overload, skipped_missed;
-	_Atomic uint64_t last_run_ns, longest_run_ns;
-	_Atomic uint32_t failures, slow_runs, consecutive_failures;
+	struct cds_wfcq_node mail; /* queued to the wheel thread while mailed */
+	_Atomic uint64_t runs, last_run_ns, longest_run_ns;
+	_Atomic uint32_t consecutive_failures;
+	/* line 2: skips, failures, wide values, the slot */
+	_Atomic uint64_t skipped_overlap, skipped_overload, skipped_missed;
+	_Atomic uint64_t period_wide_ms;
+	uint64_t delay_wide_ms; /* under lock */
+	_Atomic uint32_t failures, slow_runs;
+	uint32_t skipped_since_run; /* under lock */
+	uint32_t generation;        /* of this slot; ids carry it */
+	uint32_t index;             /* of this slot in the table */
+	_Atomic bool paused_by_failures;
 } __attribute__((aligned(64)));
+
+_Static_assert(offsetof(struct tw_task, callback) == 64, "line 0 is one cache line");
+_Static_assert(sizeof(struct tw_task) == 192, "three cache lines");
 
 /* Lock held: n more firings skipped since the last run (saturating). */
 static inline void add_skipped(struct tw_task *task, uint64_t n)
 {
 	uint64_t total = task->skipped_since_run + n;
 	task->skipped_since_run = total < UINT32_MAX ? (uint32_t)total : UINT32_MAX;
+	task->skipped = task->skipped_since_run != 0;
+}
+
+/* Lock held: the skips a run reports, which it then clears. */
+static inline uint64_t take_skipped(struct tw_task *task)
+{
+	if (!task->skipped)
+		return 0;
+	uint64_t n = task->skipped_since_run;
+	task->skipped_since_run = 0;
+	task->skipped = false;
+	return n;
+}
+
+/* Readable without the lock: the wide value is stored before WIDE_MS. */
+static inline uint64_t task_period_ms(const struct tw_task *task)
+{
+	uint32_t ms = atomic_load_explicit(&task->period_ms, memory_order_acquire);
+	return ms != WIDE_MS ? ms :
+			       atomic_load_explicit(&task->period_wide_ms, memory_order_relaxed);
+}
+
+static inline void task_set_period_ms(struct tw_task *task, uint64_t ms)
+{
+	if (ms < WIDE_MS) {
+		atomic_store_explicit(&task->period_ms, (uint32_t)ms, memory_order_relaxed);
+		return;
+	}
+	atomic_store_explicit(&task->period_wide_ms, ms, memory_order_relaxed);
+	atomic_store_explicit(&task->period_ms, WIDE_MS, memory_order_release);
+}
+
+/* Lock held, both. */
+static inline uint64_t task_delay_ms(const struct tw_task *task)
+{
+	return task->delay_ms != WIDE_MS ? task->delay_ms : task->delay_wide_ms;
+}
+
+static inline void task_set_delay_ms(struct tw_task *task, uint64_t ms)
+{
+	task->delay_ms = ms < WIDE_MS ? (uint32_t)ms : WIDE_MS;
+	if (ms >= WIDE_MS)
+		task->delay_wide_ms = ms;
 }
 
 /* Ids: slot index in the low 32 bits, the slot's generation (>= 1) above. */

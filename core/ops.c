@@ -20,7 +20,7 @@ static bool allowed(uint8_t state, bool paused_ok)
 static void set_due(struct tw_engine *e, struct tw_task *task, uint64_t due_ns)
 {
 	atomic_store_explicit(&task->due_ns, due_ns, memory_order_relaxed);
-	if (task->filing != FILED_DUE || engine_tick_of(e, due_ns) < task->filed_tick)
+	if (task->filing != FILED_DUE || engine_tick_of(e, due_ns) < wheel_entry_due(&task->entry))
 		task_mail(e, task);
 }
 
@@ -69,9 +69,10 @@ int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 	task->released = false;
 	task->release_queued = false;
 	task->concurrent = spec->flags & TW_CONCURRENT;
-	task->delay_ms = spec->delay_ms;
+	task_set_delay_ms(task, spec->delay_ms);
 	task->delay_pending = false;
 	task->skipped_since_run = 0;
+	task->skipped = false;
 	task->callback = spec->callback;
 	task->arg = spec->arg;
 	task->release = spec->release;
@@ -80,7 +81,7 @@ int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 	atomic_store_explicit(&task->running, 0, memory_order_relaxed);
 	atomic_store_explicit(&task->due_ns, engine_due_after_ns(e, spec->delay_ms),
 			      memory_order_relaxed);
-	atomic_store_explicit(&task->period_ms, spec->period_ms, memory_order_relaxed);
+	task_set_period_ms(task, spec->period_ms);
 	_Atomic uint64_t *counters[] = {
 		&task->runs,           &task->skipped_overlap, &task->skipped_overload,
 		&task->skipped_missed, &task->last_run_ns,     &task->longest_run_ns
@@ -139,7 +140,7 @@ static int op_set_delay(struct tw_engine *e, struct tw_task *task, uint64_t dela
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if (!allowed(state, true))
 		return -TW_ESTATE;
-	task->delay_ms = delay_ms;
+	task_set_delay_ms(task, delay_ms);
 	if (state == TW_PAUSED) {
 		task->delay_pending = true;
 		return TW_OK;
@@ -153,7 +154,7 @@ static int op_set_period(struct tw_engine *e, struct tw_task *task, uint64_t per
 	(void)e;
 	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), true))
 		return -TW_ESTATE;
-	atomic_store_explicit(&task->period_ms, period_ms, memory_order_relaxed);
+	task_set_period_ms(task, period_ms);
 	return TW_OK;
 }
 
@@ -173,8 +174,8 @@ static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused)
 	(void)unused;
 	if (atomic_load_explicit(&task->state, memory_order_relaxed) != TW_PAUSED)
 		return -TW_ESTATE;
-	uint64_t period = atomic_load_explicit(&task->period_ms, memory_order_relaxed);
-	uint64_t delay = task->delay_pending || !period ? task->delay_ms : period;
+	uint64_t period = task_period_ms(task);
+	uint64_t delay = task->delay_pending || !period ? task_delay_ms(task) : period;
 	task->delay_pending = false;
 	bool running = atomic_load_explicit(&task->running, memory_order_relaxed);
 	atomic_store_explicit(&task->state, running ? TW_RUNNING : TW_WAITING,
@@ -236,7 +237,7 @@ int tw_get(tw_engine *e, tw_id id, tw_task_info *out)
 		uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 		tw_task_info info = {
 			.state = state,
-			.period_ms = atomic_load_explicit(&task->period_ms, memory_order_relaxed),
+			.period_ms = task_period_ms(task),
 			.next_due_ns =
 				state == TW_WAITING || state == TW_RUNNING ?
 					atomic_load_explicit(&task->due_ns, memory_order_relaxed) :

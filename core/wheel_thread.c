@@ -58,7 +58,6 @@ static void file_task(struct tw_engine *e, struct tw_task *task, uint64_t tick,
 	else
 		wheel_add(&e->wheel, &task->entry, tick);
 	task->filing = why;
-	task->filed_tick = wheel_entry_due(&task->entry);
 }
 
 static void fire(struct tw_engine *e, struct tw_task *task, uint64_t target);
@@ -95,7 +94,7 @@ static void reconcile(struct tw_engine *e, struct tw_task *task, uint64_t target
 			wheel_remove(&e->wheel, &task->entry);
 		task->filing = FILED_NONE;
 		fire(e, task, target);
-	} else if (task->filing == FILED_NONE || tick < task->filed_tick) {
+	} else if (task->filing == FILED_NONE || tick < wheel_entry_due(&task->entry)) {
 		file_task(e, task, tick, FILED_DUE);
 	}
 }
@@ -127,12 +126,20 @@ static void give_back(struct rcu_head *head)
 	table_give_back(&task->reaped.engine->table, task);
 }
 
+/* The executor of a serial task's runs and of any task's release call. */
+static struct executor *home_executor(struct tw_engine *e, struct tw_task *task)
+{
+	uint32_t index = id_index(atomic_load_explicit(&task->id, memory_order_relaxed));
+	return &e->executors[index % e->executor_count];
+}
+
 /* Serial tasks keep to one executor; concurrent ones take turns on all, so
  * that their runs can overlap. */
 static struct executor *executor_for(struct tw_engine *e, struct tw_task *task)
 {
-	unsigned i = task->concurrent ? e->next_executor++ : task->index;
-	return &e->executors[i % e->executor_count];
+	if (!task->concurrent)
+		return home_executor(e, task);
+	return &e->executors[e->next_executor++ % e->executor_count];
 }
 
 /* Lock held. Queues a firing; says whether it will run. */
@@ -144,7 +151,9 @@ static bool dispatch(struct tw_engine *e, struct tw_task *task, uint64_t due_ns)
 		add_skipped(task, 1);
 		return false;
 	}
-	struct firing f = { .task = task, .due_ns = due_ns, .skipped = task->skipped_since_run };
+	struct firing f = { .task = task,
+			    .due_ns = due_ns,
+			    .skipped = task->skipped ? task->skipped_since_run : 0 };
 	/* Counted before the push: the executor may finish the run at once. */
 	atomic_fetch_add_explicit(&task->running, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&e->runs_in_progress, 1, memory_order_relaxed);
@@ -156,7 +165,7 @@ static bool dispatch(struct tw_engine *e, struct tw_task *task, uint64_t due_ns)
 		add_skipped(task, 1);
 		return false;
 	}
-	task->skipped_since_run = 0;
+	take_skipped(task);
 	atomic_store_explicit(&task->state, TW_RUNNING, memory_order_relaxed);
 	return true;
 }
@@ -178,7 +187,7 @@ static void fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 		file_task(e, task, tick, FILED_DUE);
 		return;
 	}
-	uint64_t period = atomic_load_explicit(&task->period_ms, memory_order_relaxed) * NS_PER_MS;
+	uint64_t period = task_period_ms(task) * NS_PER_MS;
 	uint64_t target_ns = e->epoch_ns + target * NS_PER_MS;
 	if (period && target_ns - due >= period) {
 		uint64_t missed = (target_ns - due) / period;
@@ -200,7 +209,7 @@ static void fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 		task_end(e, task, TW_COMPLETED);
 		task->released = true;
 		task->release_queued = true;
-		executor_push_release(&e->executors[task->index % e->executor_count], task);
+		executor_push_release(home_executor(e, task), task);
 	}
 }
 
