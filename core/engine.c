@@ -174,7 +174,7 @@ static void stop_task(struct tw_task *task, void *ctx)
 	struct release_call call = { 0 };
 	if (atomic_load_explicit(&task->id, memory_order_relaxed)) {
 		if (state != TW_COMPLETED && state != TW_STOPPED) {
-			task_end(e, task, TW_STOPPED);
+			task_end(&e->api_ends, task, TW_STOPPED);
 		}
 		atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
 		call = task_end_if_idle(e, task);
@@ -183,25 +183,33 @@ static void stop_task(struct tw_task *task, void *ctx)
 	release_call_run(call);
 }
 
-/* Waits until no run is in progress, or until deadline_ns (0: forever). */
+/*
+ * Waits until no run is in progress, or until deadline_ns (0: forever). An
+ * executor that runs dry bumps drain_signal if it sees a waiter; a waiter
+ * counts itself in before it looks (see run_finished).
+ */
 static bool wait_runs(struct tw_engine *e, uint64_t deadline_ns)
 {
+	bool drained = false;
+	atomic_fetch_add_explicit(&e->drain_waiters, 1, memory_order_seq_cst);
 	for (;;) {
-		uint32_t running = atomic_load(&e->runs_in_progress);
-		if (!running)
-			return true;
+		uint32_t signal = atomic_load_explicit(&e->drain_signal, memory_order_seq_cst);
+		if ((drained = runs_idle(e)))
+			break;
 		if (!deadline_ns) {
-			futex_wait(&e->runs_in_progress, running, NULL);
+			futex_wait(&e->drain_signal, signal, NULL);
 			continue;
 		}
 		uint64_t now = monotonic_ns();
 		if (now >= deadline_ns)
-			return false;
+			break;
 		uint64_t left = deadline_ns - now;
 		struct timespec wait = { .tv_sec = (time_t)(left / 1000000000u),
 					 .tv_nsec = (long)(left % 1000000000u) };
-		futex_wait(&e->runs_in_progress, running, &wait);
+		futex_wait(&e->drain_signal, signal, &wait);
 	}
+	atomic_fetch_sub_explicit(&e->drain_waiters, 1, memory_order_relaxed);
+	return drained;
 }
 
 int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms)
@@ -303,8 +311,7 @@ int tw_stats(tw_engine *e, tw_engine_stats *out)
 	memset(out, 0, sizeof *out);
 	table_for_each(&e->table, count_state, out);
 	out->tasks_live = out->tasks_waiting + out->tasks_running + out->tasks_paused;
-	out->tasks_completed = atomic_load(&e->tasks_completed);
-	out->tasks_stopped = atomic_load(&e->tasks_stopped);
+	ends_total(e, &out->tasks_completed, &out->tasks_stopped);
 	out->skipped_overlap = atomic_load(&e->skipped_overlap);
 	out->skipped_overload = atomic_load(&e->skipped_overload);
 	out->skipped_missed = atomic_load(&e->skipped_missed);

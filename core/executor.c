@@ -36,25 +36,38 @@ void futex_wake_all(_Atomic uint32_t *word)
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
+/* Wheel thread: one more handed over, counted before the executor can see it,
+ * so that done never passes handed. */
+static void count_handed(struct executor *x)
+{
+	uint64_t handed = atomic_load_explicit(&x->handed, memory_order_relaxed);
+	atomic_store_explicit(&x->handed, handed + 1, memory_order_release);
+}
+
 bool executor_push(struct executor *x, const struct firing *f)
 {
 	uint64_t tail = atomic_load_explicit(&x->tail, memory_order_relaxed);
-	if (tail - atomic_load_explicit(&x->head, memory_order_acquire) >= x->capacity)
-		return false;
+	/* The executor's head is read only when the ring looks full. */
+	if (tail - x->head_seen >= x->capacity) {
+		x->head_seen = atomic_load_explicit(&x->head, memory_order_acquire);
+		if (tail - x->head_seen >= x->capacity)
+			return false;
+	}
 	x->ring[tail & x->mask] = *f;
+	count_handed(x);
 	atomic_store_explicit(&x->tail, tail + 1, memory_order_release);
-	atomic_store_explicit(&x->kick, true, memory_order_relaxed);
+	x->kick = true;
 	return true;
 }
 
 /* Counts as a run in progress, so that stop and quiesce wait for it too. */
 void executor_push_release(struct executor *x, struct tw_task *task)
 {
-	atomic_fetch_add_explicit(&x->engine->runs_in_progress, 1, memory_order_relaxed);
+	count_handed(x);
 	cds_wfcq_node_init(&task->to_release);
 	HANDOVER_RELEASE(task);
 	cds_wfcq_enqueue(&x->releases_head, &x->releases_tail, &task->to_release);
-	atomic_store_explicit(&x->kick, true, memory_order_relaxed);
+	x->kick = true;
 }
 
 static void wake(struct executor *x)
@@ -68,16 +81,21 @@ void executors_kick(struct tw_engine *e)
 {
 	for (unsigned i = 0; i < e->executor_count; i++) {
 		struct executor *x = &e->executors[i];
-		if (atomic_exchange_explicit(&x->kick, false, memory_order_relaxed))
+		if (x->kick)
 			wake(x);
+		x->kick = false;
 	}
 }
 
 static bool pop(struct executor *x, struct firing *f)
 {
 	uint64_t head = atomic_load_explicit(&x->head, memory_order_relaxed);
-	if (head == atomic_load_explicit(&x->tail, memory_order_acquire))
-		return false;
+	/* The wheel thread's tail is read only when the ring looks empty. */
+	if (head == x->tail_seen) {
+		x->tail_seen = atomic_load_explicit(&x->tail, memory_order_acquire);
+		if (head == x->tail_seen)
+			return false;
+	}
 	*f = x->ring[head & x->mask];
 	atomic_store_explicit(&x->head, head + 1, memory_order_release);
 	return true;
@@ -89,7 +107,7 @@ static void note_lateness(struct executor *x, uint64_t late_ns)
 	unsigned bucket = us ? 64 - (unsigned)__builtin_clzll(us) : 0;
 	if (bucket >= TW_LATENESS_BUCKETS)
 		bucket = TW_LATENESS_BUCKETS - 1;
-	atomic_fetch_add_explicit(&x->lateness[bucket], 1, memory_order_relaxed);
+	bump(&x->lateness[bucket]);
 	if (late_ns > atomic_load_explicit(&x->lateness_max_ns, memory_order_relaxed))
 		atomic_store_explicit(&x->lateness_max_ns, late_ns, memory_order_relaxed);
 }
@@ -102,17 +120,17 @@ static void account(struct executor *x, struct tw_task *task, int rc, uint64_t t
 	if (took_ns > atomic_load_explicit(&task->longest_run_ns, memory_order_relaxed))
 		atomic_store_explicit(&task->longest_run_ns, took_ns, memory_order_relaxed);
 	if (took_ns > e->cfg.slow_run_ms * NS_PER_MS) {
-		atomic_fetch_add_explicit(&task->slow_runs, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&x->slow_runs, 1, memory_order_relaxed);
+		bump32(&task->slow_runs);
+		bump(&x->slow_runs);
 	}
 	if (!rc) {
-		atomic_store_explicit(&task->consecutive_failures, 0, memory_order_relaxed);
+		if (atomic_load_explicit(&task->consecutive_failures, memory_order_relaxed))
+			atomic_store_explicit(&task->consecutive_failures, 0, memory_order_relaxed);
 		return;
 	}
-	atomic_fetch_add_explicit(&task->failures, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&x->failures, 1, memory_order_relaxed);
-	uint32_t row =
-		atomic_fetch_add_explicit(&task->consecutive_failures, 1, memory_order_relaxed) + 1;
+	bump32(&task->failures);
+	bump(&x->failures);
+	uint32_t row = bump32(&task->consecutive_failures);
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if (e->cfg.max_failures && row >= e->cfg.max_failures &&
 	    (state == TW_WAITING || state == TW_RUNNING)) {
@@ -124,15 +142,17 @@ static void account(struct executor *x, struct tw_task *task, int rc, uint64_t t
 }
 
 /* Lock held: a run ended; the task waits again, completes, or stays put. */
-static struct release_call run_ended(struct tw_engine *e, struct tw_task *task)
+static struct release_call run_ended(struct executor *x, struct tw_task *task)
 {
-	uint32_t left = atomic_fetch_sub_explicit(&task->running, 1, memory_order_relaxed) - 1;
+	struct tw_engine *e = x->engine;
+	uint32_t left = atomic_load_explicit(&task->running, memory_order_relaxed) - 1;
+	atomic_store_explicit(&task->running, left, memory_order_relaxed);
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if (state == TW_RUNNING && !left) {
 		if (atomic_load_explicit(&task->due_ns, memory_order_relaxed)) {
 			atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
 		} else {
-			task_end(e, task, TW_COMPLETED);
+			task_end(&x->ends, task, TW_COMPLETED);
 			state = TW_COMPLETED;
 		}
 	}
@@ -151,15 +171,54 @@ static bool may_start(struct tw_engine *e, struct tw_task *task, const struct fi
 	if (!atomic_load_explicit(&e->stopping, memory_order_relaxed) &&
 	    (state == TW_WAITING || state == TW_RUNNING))
 		return true;
-	atomic_fetch_add_explicit(&task->skipped_missed, 1, memory_order_relaxed);
+	bump(&task->skipped_missed);
 	add_skipped(task, f->skipped + 1);
 	return false;
 }
 
-static void run_finished(struct tw_engine *e)
+/*
+ * One handed firing or release call is over. An executor that runs dry wakes
+ * whoever waits for runs to finish: the seq_cst store and load pair with the
+ * waiter's (wait_runs), so that either it sees this run done or this sees it.
+ */
+static void run_finished(struct executor *x)
 {
-	if (atomic_fetch_sub_explicit(&e->runs_in_progress, 1, memory_order_acq_rel) == 1)
-		futex_wake_all(&e->runs_in_progress);
+	struct tw_engine *e = x->engine;
+	uint64_t done = atomic_load_explicit(&x->done, memory_order_relaxed) + 1;
+	/* Not dry while the ring holds a firing: its end will look again. */
+	if (atomic_load_explicit(&x->head, memory_order_relaxed) != x->tail_seen) {
+		atomic_store_explicit(&x->done, done, memory_order_release);
+		return;
+	}
+	atomic_store_explicit(&x->done, done, memory_order_seq_cst);
+	if (atomic_load_explicit(&e->drain_waiters, memory_order_seq_cst)) {
+		atomic_fetch_add_explicit(&e->drain_signal, 1, memory_order_seq_cst);
+		futex_wake_all(&e->drain_signal);
+	}
+}
+
+bool runs_idle(struct tw_engine *e)
+{
+	for (;;) {
+		uint64_t before = 0, after = 0;
+		bool idle = true;
+		for (unsigned i = 0; i < e->executor_count; i++) {
+			struct executor *x = &e->executors[i];
+			/* done first: it never passes handed, so a match means idle */
+			uint64_t done = atomic_load_explicit(&x->done, memory_order_seq_cst);
+			uint64_t handed = atomic_load_explicit(&x->handed, memory_order_seq_cst);
+			idle = idle && done == handed;
+			before += handed;
+		}
+		if (!idle)
+			return false;
+		/* Nothing handed over during the scan: all were idle at its end. */
+		for (unsigned i = 0; i < e->executor_count; i++)
+			after +=
+				atomic_load_explicit(&e->executors[i].handed, memory_order_seq_cst);
+		if (after == before)
+			return true;
+	}
 }
 
 static void run(struct executor *x, const struct firing *f)
@@ -171,30 +230,29 @@ static void run(struct executor *x, const struct firing *f)
 	tw_fire fire = {
 		.id = atomic_load_explicit(&task->id, memory_order_relaxed),
 		.due_ns = f->due_ns,
-		.run = starts ?
-			       atomic_fetch_add_explicit(&task->runs, 1, memory_order_relaxed) + 1 :
-			       0,
+		.run = starts ? bump(&task->runs) : 0,
 		.skipped = f->skipped,
 	};
 	task_unlock(task);
 	int rc = 0;
 	uint64_t took = 0;
 	if (starts) {
-		uint64_t start = monotonic_ns(), now = engine_now_ns(e);
+		uint64_t start = monotonic_ns();
+		uint64_t now = e->cfg.manual_clock ? engine_now_ns(e) : start;
 		note_lateness(x, now > f->due_ns ? now - f->due_ns : 0);
-		atomic_fetch_add_explicit(&x->runs, 1, memory_order_relaxed);
+		bump(&x->runs);
 		rc = task->callback(&fire, task->arg);
 		took = monotonic_ns() - start;
 	} else {
-		atomic_fetch_add_explicit(&x->dropped, 1, memory_order_relaxed);
+		bump(&x->dropped);
 	}
 	task_lock(task);
 	if (starts)
 		account(x, task, rc, took);
-	struct release_call call = run_ended(e, task);
+	struct release_call call = run_ended(x, task);
 	task_unlock(task);
 	release_call_run(call);
-	run_finished(e);
+	run_finished(x);
 }
 
 /* Calls the release of one-shots that ended without a run, then lets the
@@ -213,7 +271,7 @@ static void run_releases(struct executor *x)
 		task->release_queued = false;
 		task_mail(x->engine, task);
 		task_unlock(task);
-		run_finished(x->engine);
+		run_finished(x);
 	}
 }
 

@@ -96,6 +96,30 @@ struct tw_task {
 _Static_assert(offsetof(struct tw_task, callback) == 64, "line 0 is one cache line");
 _Static_assert(sizeof(struct tw_task) == 192, "three cache lines");
 
+/*
+ * Add to a counter that one thread at a time writes (its owner, or whoever
+ * holds the task's lock) and others only read: no locked read-modify-write.
+ * They return the new value.
+ */
+static inline uint64_t bump_by(_Atomic uint64_t *counter, uint64_t n)
+{
+	n += atomic_load_explicit(counter, memory_order_relaxed);
+	atomic_store_explicit(counter, n, memory_order_relaxed);
+	return n;
+}
+
+static inline uint64_t bump(_Atomic uint64_t *counter)
+{
+	return bump_by(counter, 1);
+}
+
+static inline uint32_t bump32(_Atomic uint32_t *counter)
+{
+	uint32_t n = atomic_load_explicit(counter, memory_order_relaxed) + 1;
+	atomic_store_explicit(counter, n, memory_order_relaxed);
+	return n;
+}
+
 /* Lock held: n more firings skipped since the last run (saturating). */
 static inline void add_skipped(struct tw_task *task, uint64_t n)
 {
@@ -194,6 +218,17 @@ struct firing {
 	uint64_t skipped;
 };
 
+/* Tasks ended, counted by the thread that ended them. */
+struct end_counts {
+	_Atomic uint64_t completed, stopped;
+};
+
+/*
+ * Grouped by writer, a cache line each, so that handing a firing over writes
+ * no line the executor writes per run, and the other way round. Runs in
+ * progress are handed - done, summed over the executors when asked
+ * (runs_idle), not one engine-wide counter that both sides write per run.
+ */
 struct executor {
 	struct tw_engine *engine;
 	pthread_t thread;
@@ -201,17 +236,25 @@ struct executor {
 	uint32_t mask;     /* ring size (a power of two) - 1 */
 	uint32_t capacity; /* firings it may hold: queue_capacity */
 	struct firing *ring;
-	_Atomic uint64_t head, tail; /* single producer (wheel), single consumer */
-	_Atomic uint32_t signal;     /* futex word */
+	/* the wheel thread's */
+	_Atomic uint64_t tail __attribute__((aligned(64)));
+	_Atomic uint64_t handed; /* firings and release calls handed over, ever */
+	uint64_t head_seen;      /* head when last read: the ring has room up to it */
+	bool kick;               /* got firings since the last kick */
+	/* this executor's */
+	_Atomic uint64_t head __attribute__((aligned(64)));
+	_Atomic uint64_t done; /* of the handed, those finished */
+	uint64_t tail_seen;    /* tail when last read: firings up to it are there */
+	_Atomic uint64_t runs, failures, slow_runs, dropped;
+	struct end_counts ends;
+	_Atomic uint64_t lateness_max_ns;
+	_Atomic uint64_t lateness[TW_LATENESS_BUCKETS];
+	/* both: sleeping and waking, release calls */
+	_Atomic uint32_t signal __attribute__((aligned(64))); /* futex word */
 	_Atomic bool sleeping;
 	_Atomic bool quit;
-	_Atomic bool kick;                  /* got firings since the last kick */
 	struct cds_wfcq_head releases_head; /* tasks whose release to call */
 	struct cds_wfcq_tail releases_tail;
-	/* counters, written by this executor only */
-	_Atomic uint64_t runs, failures, slow_runs, dropped;
-	_Atomic uint64_t lateness[TW_LATENESS_BUCKETS];
-	_Atomic uint64_t lateness_max_ns;
 };
 
 int executors_start(struct tw_engine *e);
@@ -222,35 +265,42 @@ void executor_push_release(struct executor *x, struct tw_task *task);
 /* Wheel thread: wakes the executors that got firings since the last call. */
 void executors_kick(struct tw_engine *e);
 void executors_join(struct tw_engine *e);
+/* Whether no run was in progress, at one instant during the call. */
+bool runs_idle(struct tw_engine *e);
 
 /* ---- the engine ---- */
 
 struct tw_engine {
 	tw_config cfg;
-	struct wheel wheel; /* wheel thread only */
-	struct task_table table;
 	struct executor *executors;
 	unsigned executor_count;
-	unsigned next_executor; /* wheel thread: turns for concurrent tasks */
+	/* wheel thread only */
+	struct wheel wheel __attribute__((aligned(64)));
+	unsigned next_executor; /* turns for concurrent tasks */
+	struct task_table table __attribute__((aligned(64)));
 	pthread_t wheel_thread;
 	bool wheel_thread_started;
 	int timer_fd, wake_fd, epoll_fd;
 	uint64_t epoch_ns; /* tick 0 of the wheel, on the 1 ms grid */
 	_Atomic uint64_t manual_now_ns;
-	/* mailbox to the wheel thread */
-	struct __cds_wfcq_head mail_head; /* the wheel thread is the one consumer */
-	struct cds_wfcq_tail mail_tail;
 	/* lifecycle */
 	_Atomic bool stopping; /* refuse operations, stop firing */
 	_Atomic bool wheel_quit;
 	pthread_mutex_t lock; /* tw_advance handshakes, stop */
 	pthread_cond_t cond;
 	uint64_t advance_asked, advance_done; /* under lock */
-	_Atomic uint32_t runs_in_progress;
-	/* wheel-thread counters */
+	/* waiting for runs to finish: stop, destroy, quiesce */
+	_Atomic uint32_t drain_waiters;
+	_Atomic uint32_t drain_signal; /* futex word, bumped when an executor runs dry */
+	/* what application threads write */
+	_Atomic uint64_t tasks_added __attribute__((aligned(64))); /* with max_tasks only */
+	struct end_counts api_ends;
+	/* mailbox to the wheel thread: many producers, one consumer */
+	struct cds_wfcq_tail mail_tail __attribute__((aligned(64)));
+	struct __cds_wfcq_head mail_head __attribute__((aligned(64)));
+	/* the wheel thread's counters */
 	_Atomic uint64_t wakeups, skipped_overlap, skipped_overload, skipped_missed;
-	_Atomic uint64_t tasks_completed, tasks_stopped;
-	_Atomic uint64_t tasks_live; /* added and not yet ended: what max_tasks caps */
+	struct end_counts wheel_ends;
 };
 
 static inline uint64_t monotonic_ns(void)
@@ -283,8 +333,11 @@ struct release_call {
 	void *arg;
 };
 struct release_call task_end_if_idle(struct tw_engine *e, struct tw_task *task);
-/* Under lock: the task ends (TW_COMPLETED or TW_STOPPED); counts it. */
-void task_end(struct tw_engine *e, struct tw_task *task, tw_state end);
+/* Under lock: the task ends (TW_COMPLETED or TW_STOPPED); counted in the
+ * ending thread's counts. */
+void task_end(struct end_counts *counts, struct tw_task *task, tw_state end);
+/* Tasks ended so far: every thread's counts summed. */
+void ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped);
 
 static inline void release_call_run(struct release_call call)
 {

@@ -41,6 +41,23 @@ static void cancel_while_stopping(struct tw_engine *e, struct tw_task *task)
 	release_call_run(call);
 }
 
+/*
+ * Counts one more task against max_tasks, or says there is no room. Live tasks
+ * are those added and not yet ended; the ends are counted per thread (no
+ * shared line written per end), so they are summed here, where a cap is set.
+ */
+static bool reserve_live(struct tw_engine *e)
+{
+	uint64_t added = atomic_fetch_add_explicit(&e->tasks_added, 1, memory_order_seq_cst);
+	uint64_t completed, stopped;
+	ends_total(e, &completed, &stopped);
+	uint64_t gone = completed + stopped;
+	if (added < gone || added - gone < e->cfg.max_tasks)
+		return true;
+	atomic_fetch_sub_explicit(&e->tasks_added, 1, memory_order_relaxed);
+	return false;
+}
+
 int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 {
 	if (!e || !spec || !out || !spec->callback || (spec->flags & ~(unsigned)TW_CONCURRENT))
@@ -49,15 +66,13 @@ int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 		return -TW_ERANGE;
 	if (atomic_load(&e->stopping))
 		return -TW_ESHUTDOWN;
-	uint64_t live = atomic_fetch_add_explicit(&e->tasks_live, 1, memory_order_relaxed);
-	if (e->cfg.max_tasks && live >= e->cfg.max_tasks) {
-		atomic_fetch_sub_explicit(&e->tasks_live, 1, memory_order_relaxed);
+	if (e->cfg.max_tasks && !reserve_live(e))
 		return -TW_ELIMIT;
-	}
 	int error = -TW_ENOMEM;
 	struct tw_task *task = table_take(&e->table, &error);
 	if (!task) {
-		atomic_fetch_sub_explicit(&e->tasks_live, 1, memory_order_relaxed);
+		if (e->cfg.max_tasks)
+			atomic_fetch_sub_explicit(&e->tasks_added, 1, memory_order_relaxed);
 		return error;
 	}
 	task->generation++;
@@ -191,7 +206,7 @@ static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused)
 	(void)unused;
 	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), true))
 		return -TW_ESTATE;
-	task_end(e, task, TW_STOPPED);
+	task_end(&e->api_ends, task, TW_STOPPED);
 	atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
 	return 1;
 }

@@ -171,12 +171,21 @@ void task_unlock(struct tw_task *task)
 	atomic_flag_clear_explicit(&task->lock, memory_order_release);
 }
 
-void task_end(struct tw_engine *e, struct tw_task *task, tw_state end)
+void task_end(struct end_counts *counts, struct tw_task *task, tw_state end)
 {
 	atomic_store_explicit(&task->state, end, memory_order_relaxed);
-	atomic_fetch_add_explicit(end == TW_COMPLETED ? &e->tasks_completed : &e->tasks_stopped, 1,
+	atomic_fetch_add_explicit(end == TW_COMPLETED ? &counts->completed : &counts->stopped, 1,
 				  memory_order_relaxed);
-	atomic_fetch_sub_explicit(&e->tasks_live, 1, memory_order_relaxed);
+}
+
+void ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped)
+{
+	*completed = atomic_load(&e->api_ends.completed) + atomic_load(&e->wheel_ends.completed);
+	*stopped = atomic_load(&e->api_ends.stopped) + atomic_load(&e->wheel_ends.stopped);
+	for (unsigned i = 0; i < e->executor_count; i++) {
+		*completed += atomic_load(&e->executors[i].ends.completed);
+		*stopped += atomic_load(&e->executors[i].ends.stopped);
+	}
 }
 
 struct release_call task_end_if_idle(struct tw_engine *e, struct tw_task *task)

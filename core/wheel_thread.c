@@ -146,25 +146,22 @@ static struct executor *executor_for(struct tw_engine *e, struct tw_task *task)
 static bool dispatch(struct tw_engine *e, struct tw_task *task, uint64_t due_ns)
 {
 	if (!task->concurrent && atomic_load_explicit(&task->running, memory_order_relaxed)) {
-		atomic_fetch_add_explicit(&task->skipped_overlap, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&e->skipped_overlap, 1, memory_order_relaxed);
+		bump(&task->skipped_overlap);
+		bump(&e->skipped_overlap);
 		add_skipped(task, 1);
 		return false;
 	}
 	struct firing f = { .task = task,
 			    .due_ns = due_ns,
 			    .skipped = task->skipped ? task->skipped_since_run : 0 };
-	/* Counted before the push: the executor may finish the run at once. */
-	atomic_fetch_add_explicit(&task->running, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&e->runs_in_progress, 1, memory_order_relaxed);
 	if (!executor_push(executor_for(e, task), &f)) {
-		atomic_fetch_sub_explicit(&task->running, 1, memory_order_relaxed);
-		atomic_fetch_sub_explicit(&e->runs_in_progress, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&task->skipped_overload, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&e->skipped_overload, 1, memory_order_relaxed);
+		bump(&task->skipped_overload);
+		bump(&e->skipped_overload);
 		add_skipped(task, 1);
 		return false;
 	}
+	/* The lock is held: the executor counts the run's end only after this. */
+	bump32(&task->running);
 	take_skipped(task);
 	atomic_store_explicit(&task->state, TW_RUNNING, memory_order_relaxed);
 	return true;
@@ -192,8 +189,8 @@ static void fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 	if (period && target_ns - due >= period) {
 		uint64_t missed = (target_ns - due) / period;
 		due += missed * period;
-		atomic_fetch_add_explicit(&task->skipped_missed, missed, memory_order_relaxed);
-		atomic_fetch_add_explicit(&e->skipped_missed, missed, memory_order_relaxed);
+		bump_by(&task->skipped_missed, missed);
+		bump_by(&e->skipped_missed, missed);
 		add_skipped(task, missed);
 	}
 	bool runs = dispatch(e, task, due);
@@ -206,7 +203,7 @@ static void fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 	if (!runs && !atomic_load_explicit(&task->running, memory_order_relaxed)) {
 		/* A one-shot whose only firing was skipped is complete; its release
 		 * is user code, so an executor makes that call. */
-		task_end(e, task, TW_COMPLETED);
+		task_end(&e->wheel_ends, task, TW_COMPLETED);
 		task->released = true;
 		task->release_queued = true;
 		executor_push_release(home_executor(e, task), task);
