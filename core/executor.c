@@ -98,6 +98,11 @@ static bool pop(struct executor *x, struct firing *f)
 	}
 	*f = x->ring[head & x->mask];
 	atomic_store_explicit(&x->head, head + 1, memory_order_release);
+	if (head + 1 != x->tail_seen) { /* the next run's task: both its lines */
+		struct tw_task *next = x->ring[(head + 1) & x->mask].task;
+		__builtin_prefetch(next, 1);
+		__builtin_prefetch(&next->callback, 1);
+	}
 	return true;
 }
 

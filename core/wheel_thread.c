@@ -292,6 +292,7 @@ static void *wheel_main(void *arg)
 		struct wheel_entry *entry;
 		/* Executors start on a crowded tick while the rest is handed out. */
 		for (unsigned n = 1; (entry = wheel_expire(&e->wheel, target)); n++) {
+			wheel_prefetch(&e->wheel); /* a task's line 0 holds its entry */
 			hand_out(e, task_of_entry(entry), target);
 			if (n % KICK_BATCH == 0)
 				executors_kick(e);
