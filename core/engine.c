@@ -177,7 +177,7 @@ static void stop_task(struct tw_task *task, void *ctx)
 			task_end(&e->api_ends, task, TW_STOPPED);
 		}
 		atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
-		call = task_end_if_idle(e, task);
+		call = task_end_if_idle(e, task, NULL);
 	}
 	task_unlock(task);
 	release_call_run(call);

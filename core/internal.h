@@ -223,6 +223,10 @@ struct end_counts {
 	_Atomic uint64_t completed, stopped;
 };
 
+/* Tasks an executor may have mailed and the wheel thread not yet taken in;
+ * beyond, it mails through the engine's mailbox. */
+enum { ENDED_RING = 4096 };
+
 /*
  * Grouped by writer, a cache line each, so that handing a firing over writes
  * no line the executor writes per run, and the other way round. Runs in
@@ -249,6 +253,11 @@ struct executor {
 	struct end_counts ends;
 	_Atomic uint64_t lateness_max_ns;
 	_Atomic uint64_t lateness[TW_LATENESS_BUCKETS];
+	struct tw_task **ended; /* ENDED_RING tasks to reap, mailed by this executor */
+	_Atomic uint64_t ended_tail;
+	uint64_t ended_head_seen;
+	/* the wheel thread's, read by the executor once per task it mails */
+	_Atomic uint64_t ended_head __attribute__((aligned(64)));
 	/* both: sleeping and waking, release calls */
 	_Atomic uint32_t signal __attribute__((aligned(64))); /* futex word */
 	_Atomic bool sleeping;
@@ -262,6 +271,10 @@ int executors_start(struct tw_engine *e);
 bool executor_push(struct executor *x, const struct firing *f);
 /* Wheel thread: has the executor call an ended task's release (user code). */
 void executor_push_release(struct executor *x, struct tw_task *task);
+/* Executor x, lock held: mails an ended task through x's own ring. */
+void executor_mail_ended(struct executor *x, struct tw_task *task);
+/* Wheel thread: takes in what executor x mailed; calls take on each, locked. */
+void executor_take_ended(struct executor *x, void (*take)(struct tw_task *, void *), void *ctx);
 /* Wheel thread: wakes the executors that got firings since the last call. */
 void executors_kick(struct tw_engine *e);
 void executors_join(struct tw_engine *e);
@@ -327,12 +340,13 @@ void engine_wake(struct tw_engine *e);
 void task_lock(struct tw_task *task);
 void task_unlock(struct tw_task *task);
 /* Under lock: an ended task with no run going is released now: mails it for
- * reaping and returns the release call to make once the lock is dropped. */
+ * reaping (through executor x's ring if not NULL) and returns the release
+ * call to make once the lock is dropped. */
 struct release_call {
 	void (*fn)(void *arg);
 	void *arg;
 };
-struct release_call task_end_if_idle(struct tw_engine *e, struct tw_task *task);
+struct release_call task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x);
 /* Under lock: the task ends (TW_COMPLETED or TW_STOPPED); counted in the
  * ending thread's counts. */
 void task_end(struct end_counts *counts, struct tw_task *task, tw_state end);

@@ -36,7 +36,7 @@ static void cancel_while_stopping(struct tw_engine *e, struct tw_task *task)
 {
 	task_lock(task);
 	op_cancel(e, task, 0);
-	struct release_call call = task_end_if_idle(e, task);
+	struct release_call call = task_end_if_idle(e, task, NULL);
 	task_unlock(task);
 	release_call_run(call);
 }
@@ -139,7 +139,7 @@ static int with_task(tw_engine *e, tw_id id,
 		if (atomic_load_explicit(&task->id, memory_order_relaxed) == id) {
 			rc = op(e, task, value);
 			if (rc == 1) { /* ended: release once no run is going */
-				call = task_end_if_idle(e, task);
+				call = task_end_if_idle(e, task, NULL);
 				rc = TW_OK;
 			}
 		}

@@ -188,7 +188,7 @@ void ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped)
 	}
 }
 
-struct release_call task_end_if_idle(struct tw_engine *e, struct tw_task *task)
+struct release_call task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x)
 {
 	struct release_call call = { 0 };
 	if (task->released || atomic_load(&task->running))
@@ -196,6 +196,10 @@ struct release_call task_end_if_idle(struct tw_engine *e, struct tw_task *task)
 	task->released = true;
 	call.fn = task->release;
 	call.arg = task->arg;
-	task_mail(e, task); /* the wheel thread keeps it queryable, then reaps it */
+	/* the wheel thread keeps it queryable, then reaps it */
+	if (x)
+		executor_mail_ended(x, task);
+	else
+		task_mail(e, task);
 	return call;
 }

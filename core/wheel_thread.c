@@ -99,8 +99,25 @@ static void reconcile(struct tw_engine *e, struct tw_task *task, uint64_t target
 	}
 }
 
+struct taking {
+	struct tw_engine *e;
+	uint64_t target;
+};
+
+static void take_mail(struct tw_task *task, void *ctx)
+{
+	struct taking *t = ctx;
+	task_lock(task);
+	task->mailed = false;
+	reconcile(t->e, task, t->target);
+	task_unlock(task);
+}
+
 static void read_mail(struct tw_engine *e, uint64_t target)
 {
+	struct taking taking = { e, target };
+	for (unsigned i = 0; i < e->executor_count; i++)
+		executor_take_ended(&e->executors[i], take_mail, &taking);
 	struct __cds_wfcq_head head;
 	struct cds_wfcq_tail tail;
 	struct cds_wfcq_node *node, *next;
@@ -111,10 +128,7 @@ static void read_mail(struct tw_engine *e, uint64_t target)
 	__cds_wfcq_for_each_blocking_safe (&head, &tail, node, next) {
 		struct tw_task *task = task_of_mail(node);
 		HANDOVER_ACQUIRE(task);
-		task_lock(task);
-		task->mailed = false;
-		reconcile(e, task, target);
-		task_unlock(task);
+		take_mail(task, &taking);
 	}
 }
 
