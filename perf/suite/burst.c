@@ -71,8 +71,8 @@ static struct burst *burst_new(size_t n)
 	return b;
 }
 
-static void report_burst(struct report *r, struct outcome *o, struct burst *b, double cpu,
-			 double arm_s)
+static void report_burst(struct report *r, struct outcome *o, struct burst *b, uint64_t skipped,
+			 double cpu, double arm_s)
 {
 	size_t runs = 0;
 	uint64_t latest_due = 0, last_start = 0;
@@ -91,6 +91,7 @@ static void report_burst(struct report *r, struct outcome *o, struct burst *b, d
 	report_add(r, o->impl, "last_run_after_last_due", after, "ms", BETTER_LOWER);
 	lateness_report(r, o->impl, b->late, runs);
 	report_add(r, o->impl, "runs", (double)runs, "runs", BETTER_HIGHER);
+	report_add(r, o->impl, "skipped", (double)skipped, "firings", BETTER_LOWER);
 	report_add(r, o->impl, "runs_before_due", (double)early, "runs", BETTER_LOWER);
 	report_add(r, o->impl, "cpu", cpu, "s", BETTER_LOWER);
 	report_add(r, o->impl, "arm_time", arm_s * 1e3, "ms", BETTER_LOWER);
@@ -143,12 +144,13 @@ static int run_one(const struct loop_impl *impl, const struct suite_options *opt
 		impl->run_until(loop, step < give_up ? step : give_up);
 	}
 	double cpu = process_cpu_seconds() - cpu0;
+	uint64_t skipped = impl->skipped ? impl->skipped(loop) : 0;
 	impl->destroy(loop); /* no run after this: the records are final */
 	o->impl = impl->name;
 	if (armed > first)
 		report_note(r, "%s: arming ended %.1f ms after the first due", impl->name,
 			    (double)(armed - first) / 1e6);
-	report_burst(r, o, b, cpu, (double)(armed - t0) / 1e9);
+	report_burst(r, o, b, skipped, cpu, (double)(armed - t0) / 1e9);
 	burst_free(b);
 	return 0;
 }

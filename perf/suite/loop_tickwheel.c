@@ -113,6 +113,15 @@ static uint64_t tw_loop_wakeups(void *loop)
 	return tw_stats(l->engine, &s) ? 0 : s.wheel_wakeups;
 }
 
+static uint64_t tw_loop_skipped(void *loop)
+{
+	struct tw_loop *l = loop;
+	tw_engine_stats s;
+	if (tw_stats(l->engine, &s))
+		return 0;
+	return s.skipped_overlap + s.skipped_overload + s.skipped_missed;
+}
+
 static void tw_loop_destroy(void *loop)
 {
 	struct tw_loop *l = loop;
@@ -131,5 +140,6 @@ const struct loop_impl tickwheel_loop = {
 	.arm = tw_loop_arm,
 	.run_until = tw_loop_run_until,
 	.wakeups = tw_loop_wakeups,
+	.skipped = tw_loop_skipped,
 	.destroy = tw_loop_destroy,
 };

@@ -32,6 +32,8 @@ struct loop_impl {
 	void (*run_until)(void *loop, uint64_t deadline_ns);
 	/* Times the loop woke up to fire timers so far (tickwheel: wheel wake-ups). */
 	uint64_t (*wakeups)(void *loop);
+	/* Due firings it skipped so far rather than run late; NULL: it never skips. */
+	uint64_t (*skipped)(void *loop);
 	/* Stops every timer and frees the loop. */
 	void (*destroy)(void *loop);
 };
