@@ -364,6 +364,18 @@ static inline void assert_recorder_sane(struct recorder *r)
 	cr_assert_eq(atomic_load(&r->in_flight), 0, "a run is still going");
 }
 
+/* The usual end of a one-task test: destroys the engine, then checks that the
+ * task was released exactly once, that every firing was sane, and that no
+ * task memory is left. */
+static inline void destroy_expecting_one_release(tw_engine *e, struct recorder *r)
+{
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&r->releases), 1);
+	assert_recorder_sane(r);
+	recorder_free(r);
+	assert_no_leaks();
+}
+
 /* ---- plain counting ---- */
 
 struct counts {

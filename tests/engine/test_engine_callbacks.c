@@ -285,11 +285,7 @@ Test(callbacks, callback_pauses_and_resumes_another_task)
 	cr_assert_eq(r->due[2], t0 + 12 * NS_PER_MS);
 	cr_assert_eq(r->skipped[2], 0, "a resumed task does not catch up");
 	cr_assert_eq(atomic_load(&c.bad_rc), 0);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 static int cancel_other_callback(const tw_fire *fire, void *arg)
@@ -316,11 +312,7 @@ Test(callbacks, callback_cancels_another_task)
 	cr_assert_eq(atomic_load(&r->runs), 2);
 	cr_assert_eq(info_of(e, c.target).state, TW_STOPPED);
 	cr_assert(wait_eq(&r->releases, 1));
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 /* A callback changing the period of another task. */

@@ -38,11 +38,7 @@ Test(lifecycle, one_shot_completion_releases_once)
 	step(e, 1);
 	cr_assert(wait_eq(&r->releases, 1), "completion did not release");
 	step(e, 100);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 /* tw_engine_stop releases every task before it returns: waiting, paused,
@@ -128,11 +124,7 @@ Test(lifecycle, cancel_during_a_run_releases_after_the_run)
 	for (int i = 0; i < 10; i++)
 		step(e, 1);
 	cr_assert_eq(atomic_load(&r->runs), 1, "a run started after tw_cancel returned");
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 /* Cancel a task whose firing was handed out but has not started (it waits
@@ -250,11 +242,7 @@ Test(lifecycle, concurrent_task_released_after_its_last_run)
 	gate_open(&r->gate, 1000);
 	quiesce(e);
 	cr_assert(wait_eq(&r->releases, 1));
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 /* ---- retention and ids ---- */
@@ -484,11 +472,7 @@ Test(lifecycle, stop_waits_for_runs_within_the_drain_limit)
 	cr_assert_eq(atomic_load(&idle.releases), 1);
 	pthread_join(t, NULL);
 	cr_assert(o.saw_shutdown);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 /* A callback that still uses the engine after destroy began: destroy waits

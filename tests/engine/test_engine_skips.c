@@ -50,11 +50,7 @@ Test(skips, slow_serial_task_skips_overlapping_firings)
 	cr_assert_eq(s.skipped_overlap, 21);
 	cr_assert_eq(s.skipped_missed, 9);
 	cr_assert_eq(s.skipped_overload, 0);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 /* The callback blocks for a given number of test steps. */
@@ -225,11 +221,7 @@ Test(skips, concurrent_task_is_never_skipped_for_overlap)
 			found |= r->due[j] == t0 + (k + 1) * NS_PER_MS;
 		cr_assert(found, "no run for the due at t0 + %" PRIu64 " ms", k + 1);
 	}
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 /* One executor with room for one firing, blocked in a callback: the first

@@ -190,11 +190,7 @@ Test(states, pausing_twice_and_resuming_twice_are_errors)
 	cr_assert_eq(tw_cancel(e, id), TW_OK);
 	cr_assert_eq(tw_cancel(e, id), -TW_ESTATE);
 	cr_assert_eq(info_of(e, id).state, TW_STOPPED);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 /* ---- WAITING ---- */
@@ -270,11 +266,7 @@ Test(states, waiting_pause_drops_every_firing_until_resumed)
 	cr_assert_eq(r->due[1], t0 + 120 * NS_PER_MS);
 	cr_assert_eq(r->due[2], t0 + 130 * NS_PER_MS);
 	cr_assert_eq(r->skipped[1], 0, "resume does not catch up");
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 /* tickwheel.h: next_due_ns is 0 when nothing is due, and nothing is due
@@ -392,11 +384,7 @@ Test(states, set_period_zero_turns_a_periodic_task_into_a_one_shot)
 	cr_assert(wait_eq(&r->releases, 1));
 	step(e, 100);
 	cr_assert_eq(atomic_load(&r->runs), 2);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 Test(states, set_period_turns_a_one_shot_into_a_periodic_task)
@@ -458,11 +446,7 @@ Test(states, running_pause_lets_the_run_finish_then_nothing_more)
 	cr_assert_eq(info.running, 0);
 	step(e, 100);
 	cr_assert_eq(atomic_load(&r->runs), 1);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 Test(states, running_set_delay_moves_the_next_firing)
@@ -539,11 +523,7 @@ Test(states, running_one_shot_given_a_delay_waits_again)
 	cr_assert_eq(r->due[1], t0 + 15 * NS_PER_MS);
 	cr_assert_eq(info_of(e, id).state, TW_COMPLETED);
 	cr_assert(wait_eq(&r->releases, 1));
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 /* A task paused during its run and resumed before the run ends is running
@@ -645,11 +625,7 @@ Test(states, paused_one_shot_resumes_with_its_delay)
 	cr_assert_eq(atomic_load(&r->runs), 1);
 	cr_assert_eq(r->due[0], t0 + 30 * NS_PER_MS);
 	cr_assert_eq(info_of(e, id).state, TW_COMPLETED);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 Test(states, paused_cancel_stops_and_releases)
@@ -665,11 +641,7 @@ Test(states, paused_cancel_stops_and_releases)
 	cr_assert(wait_eq(&r->releases, 1));
 	step(e, 100);
 	cr_assert_eq(atomic_load(&r->runs), 0);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 /* ---- COMPLETED and STOPPED ---- */
@@ -691,11 +663,7 @@ Test(states, one_shot_completes_after_its_run_and_keeps_its_counters)
 	cr_assert_eq(stats.tasks_live, 0);
 	step(e, 1000);
 	cr_assert_eq(atomic_load(&r->runs), 1);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 Test(states, cancelled_task_is_stopped_and_never_runs)
@@ -714,11 +682,7 @@ Test(states, cancelled_task_is_stopped_and_never_runs)
 	tw_engine_stats stats = stats_of(e);
 	cr_assert_eq(stats.tasks_stopped, 1);
 	cr_assert_eq(stats.tasks_live, 0);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 /* tw_stats counts tasks by state: live ones now, ended ones ever. */

@@ -542,11 +542,7 @@ Test(timing, real_clock_due_is_add_time_plus_delay)
 	cr_assert(r->due[0] >= low && r->due[0] < high,
 		  "due %" PRIu64 " not within [%" PRIu64 ", %" PRIu64 ")", r->due[0], low, high);
 	quiesce(e);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_expecting_one_release(e, r);
 }
 
 /* With nothing due the wheel thread sleeps: an idle engine does not tick. */
