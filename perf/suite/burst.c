@@ -17,6 +17,7 @@
 #include "measure.h"
 #include "plot.h"
 #include "suite.h"
+#include "suite_util.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -127,7 +128,7 @@ static int run_one(const struct loop_impl *impl, const struct suite_options *opt
 	uint64_t first = ceil_ms_ns(monotonic_now_ns()) + (1000 + n / 500) * NS_PER_MS;
 	uint64_t rng = opt->seed;
 	for (size_t i = 0; i < n; i++)
-		b->due_ns[i] = first + rng_below(&rng, SPREAD_MS) * NS_PER_MS;
+		b->due_ns[i] = first + su_below(&rng, SPREAD_MS) * NS_PER_MS;
 	uint64_t t0 = monotonic_now_ns();
 	for (size_t i = 0; i < n; i++)
 		if (impl->arm(loop, i, b->due_ns[i], 0)) {

@@ -3,7 +3,6 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include <time.h>
 
 size_t loops_wanted(const struct suite_options *opt, const struct loop_impl **out)
 {
@@ -14,30 +13,9 @@ size_t loops_wanted(const struct suite_options *opt, const struct loop_impl **ou
 	return n;
 }
 
-uint64_t rng_next(uint64_t *state)
-{
-	uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-uint64_t rng_below(uint64_t *state, uint64_t n)
-{
-	return n ? rng_next(state) % n : 0;
-}
-
 uint64_t ceil_ms_ns(uint64_t ns)
 {
 	return (ns + NS_PER_MS - 1) / NS_PER_MS * NS_PER_MS;
-}
-
-void sleep_until_ns(uint64_t ns)
-{
-	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
-			       .tv_nsec = (long)(ns % 1000000000u) };
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL))
-		; /* EINTR: a signal is no reason to end the window early */
 }
 
 static int compare_i64(const void *a, const void *b)

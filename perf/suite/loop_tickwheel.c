@@ -6,6 +6,7 @@
 #include "loop_measure.h"
 #include "loops.h"
 #include "measure.h"
+#include "suite_util.h"
 #include "tickwheel.h"
 
 #include <stdio.h>
@@ -103,7 +104,7 @@ static int tw_loop_arm(void *loop, size_t timer, uint64_t first_due_ns, uint64_t
 static void tw_loop_run_until(void *loop, uint64_t deadline_ns)
 {
 	(void)loop;
-	sleep_until_ns(deadline_ns);
+	su_sleep_until_ns(deadline_ns);
 }
 
 static uint64_t tw_loop_wakeups(void *loop)
