@@ -219,16 +219,18 @@ static inline uint64_t first_occupied(const struct wheel *w, unsigned level, uns
 	return (index - from) & (slots_of(level) - 1);
 }
 
-static inline void link_tail(struct wheel *w, struct wheel_slot *s, struct wheel_entry *e)
+/* Appends e to s; true if s was empty, and so needs its occupancy bit. */
+static inline bool link_tail(struct wheel_slot *s, struct wheel_entry *e)
 {
 	struct wheel_link *head = &s->head, *last = head->prev;
+	/* Interleaved, so that the compiler does not pair e's two stores into
+	 * a vector store, which costs two more instructions to assemble. */
 	e->link.prev = last;
-	e->link.next = head;
 	last->next = &e->link;
+	e->link.next = head;
 	head->prev = &e->link;
 	e->slot = s;
-	if (!s->count++)
-		mark_occupied(w, s->index);
+	return !s->count++;
 }
 
 /* Takes e out of its list; returns its slot if that is now empty, for the
@@ -292,19 +294,16 @@ static inline uint64_t window_of_slot(const struct wheel *w, unsigned level, uns
 	return (q + ((index - q) & (slots_of(level) - 1))) << shift_of(level);
 }
 
-/* Files e on level L; inlined with a constant level, its geometry folds away. */
-static inline __attribute__((always_inline)) void file_at(struct wheel *w, struct wheel_entry *e,
-							  unsigned level)
+/*
+ * A slot of level L (above 0) just got its first entry: its window must start
+ * moving down in time. The top level files a due beyond its span in the slot
+ * of the same index, and keeps it there, in order, while that slot's earlier
+ * windows pass. Out of line: only the first entry of a window comes here.
+ */
+static __attribute__((noinline)) void schedule_window(struct wheel *w, unsigned level,
+						      const struct wheel_slot *s, uint64_t due)
 {
-	struct wheel_slot *s = slot_for(w, level, e->due);
-	link_tail(w, s, e);
-	/* A slot that had entries already has its window's work scheduled. */
-	if (level == 0 || s->count > 1)
-		return;
-	/* The top level files a due beyond its span in the slot of the same
-	 * index, and keeps it there, in order, while that slot's earlier
-	 * windows pass. */
-	uint64_t start = level < TOP ? next_window(level, e->due) - width_of(level) :
+	uint64_t start = level < TOP ? next_window(level, due) - width_of(level) :
 				       window_of_slot(w, TOP, s->index - geometry[TOP].base);
 	uint64_t start_moving = start - width_of(level);
 	if (start_moving < w->level_due[level]) {
@@ -313,9 +312,30 @@ static inline __attribute__((always_inline)) void file_at(struct wheel *w, struc
 	}
 }
 
-static inline void file(struct wheel *w, struct wheel_entry *e)
+/* The slot's first entry: its occupancy bit, and above level 0 its window's
+ * work. Out of line, so that filing in an occupied slot stays short. */
+static __attribute__((noinline)) void slot_filled(struct wheel *w, unsigned level,
+						  const struct wheel_slot *s, uint64_t due)
 {
-	for (unsigned level = 0; level < TOP; level++) {
+	mark_occupied(w, s->index);
+	if (level)
+		schedule_window(w, level, s, due);
+}
+
+/* Files e on level L; inlined with a constant level, its geometry folds away.
+ * A slot that had entries already has its window's work scheduled. */
+static inline __attribute__((always_inline)) void file_at(struct wheel *w, struct wheel_entry *e,
+							  unsigned level)
+{
+	struct wheel_slot *s = slot_for(w, level, e->due);
+	if (link_tail(s, e))
+		slot_filled(w, level, s, e->due);
+}
+
+/* Levels 2 and up: out of line, as few adds go that far. */
+static __attribute__((noinline)) void file_upper(struct wheel *w, struct wheel_entry *e)
+{
+	for (unsigned level = 2; level < TOP; level++) {
 		if (e->due < w->limit[level]) {
 			file_at(w, e, level);
 			return;
@@ -324,12 +344,23 @@ static inline void file(struct wheel *w, struct wheel_entry *e)
 	file_at(w, e, TOP);
 }
 
+/* Levels 0 and 1 in line: they take every due up to 17 minutes at least. */
+static inline void file(struct wheel *w, struct wheel_entry *e)
+{
+	if (e->due < w->limit[0])
+		file_at(w, e, 0);
+	else if (e->due < w->limit[1])
+		file_at(w, e, 1);
+	else
+		file_upper(w, e);
+}
+
 void wheel_add(struct wheel *w, struct wheel_entry *e, uint64_t due)
 {
 	assert(!e->slot);
 	e->due = due > w->now ? due : w->now + 1;
+	w->count++; /* first, so that file()'s calls can be tail calls */
 	file(w, e);
-	w->count++;
 }
 
 void wheel_remove(struct wheel *w, struct wheel_entry *e)
