@@ -374,14 +374,17 @@ void wheel_remove(struct wheel *w, struct wheel_entry *e)
 
 void wheel_reschedule(struct wheel *w, struct wheel_entry *e, uint64_t due)
 {
-	if (e->slot) {
-		struct wheel_slot *emptied = unlink_entry(e);
-		if (emptied)
-			mark_empty(w, emptied->index);
+	struct wheel_slot *s = e->slot;
+	e->due = due > w->now ? due : w->now + 1;
+	if (s) {
+		/* unlink_entry without clearing e->slot: file() sets it anew. */
+		e->link.prev->next = e->link.next;
+		e->link.next->prev = e->link.prev;
+		if (!--s->count && clear_slot_bit(w, s->index))
+			mark_word_empty_cold(w, s->index);
 	} else {
 		w->count++;
 	}
-	e->due = due > w->now ? due : w->now + 1;
 	file(w, e);
 }
 
