@@ -68,8 +68,11 @@ struct wheel_entry {
 	struct wheel_slot *slot; /* NULL while not in the wheel */
 };
 
-/* About 134 KiB: keep it off small stacks. */
+/* About 134 KiB: keep it off small stacks. The slots come first: at offset 0
+ * a slot and its count are addressed from the wheel and the index alone,
+ * which saves add and reschedule an address computation each. */
 struct wheel {
+	struct wheel_slot slot[WHEEL_SLOT_COUNT]; /* level 0's, then level 1's, ... */
 	uint64_t now;       /* every entry due at or before now was handed out */
 	uint64_t drain_due; /* no level above 0 needs work before this tick */
 	size_t count;
@@ -79,7 +82,6 @@ struct wheel {
 	uint64_t summary[(WHEEL_WORDS + 63) / 64]; /* bit j: occupied word j is not 0 */
 	uint64_t occupied[WHEEL_WORDS];            /* bit i: slot i is not empty */
 	struct wheel_link held; /* set aside from the top slot being moved: due later */
-	struct wheel_slot slot[WHEEL_SLOT_COUNT]; /* level 0's, then level 1's, ... */
 };
 
 /* Starts an empty wheel whose current tick is now. */
