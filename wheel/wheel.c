@@ -314,12 +314,12 @@ static __attribute__((noinline)) void schedule_window(struct wheel *w, unsigned 
 
 /* The slot's first entry: its occupancy bit, and above level 0 its window's
  * work. Out of line, so that filing in an occupied slot stays short. */
-static __attribute__((noinline)) void slot_filled(struct wheel *w, unsigned level,
-						  const struct wheel_slot *s, uint64_t due)
+static __attribute__((noinline)) void slot_filled(struct wheel *w, const struct wheel_entry *e,
+						  unsigned level)
 {
-	mark_occupied(w, s->index);
+	mark_occupied(w, e->slot->index);
 	if (level)
-		schedule_window(w, level, s, due);
+		schedule_window(w, level, e->slot, e->due);
 }
 
 /* Files e on level L; inlined with a constant level, its geometry folds away.
@@ -329,7 +329,7 @@ static inline __attribute__((always_inline)) void file_at(struct wheel *w, struc
 {
 	struct wheel_slot *s = slot_for(w, level, e->due);
 	if (link_tail(s, e))
-		slot_filled(w, level, s, e->due);
+		slot_filled(w, e, level);
 }
 
 /* Levels 2 and up: out of line, as few adds go that far. */
@@ -372,6 +372,15 @@ void wheel_remove(struct wheel *w, struct wheel_entry *e)
 	w->count--;
 }
 
+/* wheel_reschedule when e was its slot's last entry: the slot's bits, then
+ * filing. Out of line, so that the common path makes only tail calls. */
+static __attribute__((noinline)) void refile_emptied(struct wheel *w, struct wheel_entry *e,
+						     const struct wheel_slot *emptied)
+{
+	mark_empty(w, emptied->index);
+	file(w, e);
+}
+
 void wheel_reschedule(struct wheel *w, struct wheel_entry *e, uint64_t due)
 {
 	struct wheel_slot *s = e->slot;
@@ -380,8 +389,10 @@ void wheel_reschedule(struct wheel *w, struct wheel_entry *e, uint64_t due)
 		/* unlink_entry without clearing e->slot: file() sets it anew. */
 		e->link.prev->next = e->link.next;
 		e->link.next->prev = e->link.prev;
-		if (!--s->count && clear_slot_bit(w, s->index))
-			mark_word_empty_cold(w, s->index);
+		if (!--s->count) {
+			refile_emptied(w, e, s);
+			return;
+		}
 	} else {
 		w->count++;
 	}
