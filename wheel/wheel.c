@@ -561,10 +561,9 @@ static void step(struct wheel *w, uint64_t target)
 
 /*
  * Moves time on until the current tick has entries, and returns their slot;
- * NULL once at target. Kept out of line, so that handing out an entry of the
- * current tick, the common case, is a short call.
+ * NULL once at target.
  */
-static __attribute__((noinline)) struct wheel_slot *advance(struct wheel *w, uint64_t target)
+static inline struct wheel_slot *advance(struct wheel *w, uint64_t target)
 {
 	for (;;) {
 		if (w->now >= target)
@@ -593,13 +592,28 @@ static inline struct wheel_entry *take_head(struct wheel *w, struct wheel_slot *
 	return e;
 }
 
+static inline struct wheel_entry *hand_out(struct wheel *w, struct wheel_slot *s)
+{
+	w->count--;
+	return take_head(w, s);
+}
+
+/* wheel_expire when the current tick has no entry left. Out of line and
+ * handing out the entry itself, so that wheel_expire only ever tail-calls it
+ * and needs no frame: the common case is then a short call either way. */
+static __attribute__((noinline)) struct wheel_entry *advance_and_hand_out(struct wheel *w,
+									  uint64_t target)
+{
+	struct wheel_slot *s = advance(w, target);
+	return s ? hand_out(w, s) : NULL;
+}
+
 struct wheel_entry *wheel_expire(struct wheel *w, uint64_t target)
 {
 	struct wheel_slot *s = slot_for(w, 0, w->now);
-	if (!s->count && !(s = advance(w, target)))
-		return NULL;
-	w->count--;
-	return take_head(w, s);
+	if (!s->count)
+		return advance_and_hand_out(w, target);
+	return hand_out(w, s);
 }
 
 /* The first due tick in a small slot; else when it needs work (early). */
