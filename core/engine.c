@@ -22,6 +22,16 @@ uint64_t engine_now_ns(const struct tw_engine *e)
 	return monotonic_ns();
 }
 
+/* "now" for a delay asked by a caller: see coarse_clock in tickwheel.h. */
+static uint64_t request_now_ns(const struct tw_engine *e)
+{
+	if (!e->coarse_slack_ns)
+		return engine_now_ns(e);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + e->coarse_slack_ns;
+}
+
 /*
  * The due of a delay counted from now, rounded up to the engine's 1 ms grid:
  * a due on the grid is fired at its own tick, so its lateness is the engine's
@@ -29,7 +39,7 @@ uint64_t engine_now_ns(const struct tw_engine *e)
  */
 uint64_t engine_due_after_ns(const struct tw_engine *e, uint64_t delay_ms)
 {
-	return e->epoch_ns + (engine_tick_of(e, engine_now_ns(e)) + delay_ms) * NS_PER_MS;
+	return e->epoch_ns + (engine_tick_of(e, request_now_ns(e)) + delay_ms) * NS_PER_MS;
 }
 
 uint64_t engine_tick_of(const struct tw_engine *e, uint64_t due_ns)
@@ -138,6 +148,11 @@ int tw_engine_create(const tw_config *cfg, tw_engine **out)
 	uint64_t now = monotonic_ns();
 	e->epoch_ns = now - now % NS_PER_MS;
 	atomic_init(&e->manual_now_ns, e->epoch_ns); /* manual time starts on the grid */
+	struct timespec coarse_tick;
+	if (e->cfg.coarse_clock && !e->cfg.manual_clock &&
+	    !clock_getres(CLOCK_MONOTONIC_COARSE, &coarse_tick))
+		e->coarse_slack_ns = 2 * ((uint64_t)coarse_tick.tv_sec * 1000000000u +
+					  (uint64_t)coarse_tick.tv_nsec);
 	wheel_init(&e->wheel, 0);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	e->executor_count = e->cfg.executors ? e->cfg.executors : (unsigned)(cpus > 0 ? cpus : 1);

@@ -296,6 +296,7 @@ struct tw_engine {
 	int timer_fd, wake_fd, epoll_fd;
 	uint64_t epoch_ns; /* tick 0 of the wheel, on the 1 ms grid */
 	_Atomic uint64_t manual_now_ns;
+	uint64_t coarse_slack_ns; /* cfg.coarse_clock: two ticks of CLOCK_MONOTONIC_COARSE */
 	/* lifecycle */
 	_Atomic bool stopping; /* refuse operations, stop firing */
 	_Atomic bool wheel_quit;

@@ -52,7 +52,8 @@ static void usage(const char *problem, const char *value)
 		"\noptions (each scenario uses those that apply; defaults in perf/README.md):\n"
 		"  --tasks N  --seconds S  --period 100-500ms  --sessions N  --rate R\n"
 		"  --timeout 30s  --quiet F  --threads N  --executors N  --sizes 1000,100000\n"
-		"  --peers libev,libuv|none  --json FILE  --plot DIR  --seed S  --quick\n");
+		"  --peers libev,libuv|none  --json FILE  --plot DIR  --seed S  --quick\n"
+		"  --coarse-clock (sessions: the engine's coarse_clock option)\n");
 	exit(2);
 }
 
@@ -92,6 +93,10 @@ static struct suite_options parse(int argc, char **argv)
 		const char *opt = argv[i];
 		if (!strcmp(opt, "--quick")) {
 			o.quick = true;
+			continue;
+		}
+		if (!strcmp(opt, "--coarse-clock")) {
+			o.coarse_clock = true;
 			continue;
 		}
 		if (i + 1 >= argc)

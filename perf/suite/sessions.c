@@ -211,6 +211,7 @@ static void configure(const struct suite_options *opt, struct setup *c, struct r
 	report_param(r, "seconds", c->run_s);
 	report_param(r, "executors", opt->executors);
 	report_param(r, "batch", BATCH);
+	report_param(r, "coarse_clock", opt->coarse_clock);
 }
 
 int scenario_sessions(const struct suite_options *opt, struct report *r)
@@ -231,6 +232,12 @@ int scenario_sessions(const struct suite_options *opt, struct report *r)
 	tw_config cfg;
 	tw_config_init(&cfg);
 	cfg.executors = opt->executors;
+	cfg.coarse_clock = opt->coarse_clock;
+	if (opt->coarse_clock)
+		report_note(r,
+			    "coarse_clock: resets count their timeout from CLOCK_MONOTONIC_COARSE "
+			    "+ 2 of its ticks (see tickwheel.h): up to 3 ticks longer, and "
+			    "resets overlap their cache misses");
 	tw_engine *e = NULL;
 	uint64_t rng = opt->seed;
 	tw_id *ids = malloc(c.n * sizeof *ids);

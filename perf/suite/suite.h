@@ -32,6 +32,7 @@ struct suite_options {
 	const char *plot_dir; /* --plot DIR */
 	uint64_t seed;        /* --seed S */
 	bool quick;           /* --quick: the smallest run that still says something */
+	bool coarse_clock;    /* --coarse-clock: the engine's coarse_clock option (sessions) */
 };
 
 /* A scenario: fills r (params, figures, targets, notes, series), draws its

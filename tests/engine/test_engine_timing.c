@@ -545,6 +545,66 @@ Test(timing, real_clock_due_is_add_time_plus_delay)
 	destroy_expecting_one_release(e, r);
 }
 
+/* With coarse_clock a delay counts from CLOCK_MONOTONIC_COARSE plus two of its
+ * ticks: never shorter than asked, longer by at most three ticks and the grid's
+ * 1 ms. Checked for tw_add and for tw_set_delay, many times over. */
+Test(timing, coarse_clock_dues_are_never_shorter_than_asked)
+{
+	enum { N = 200, DELAY_MS = 60000 };
+	struct timespec res;
+	cr_assert_eq(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+	uint64_t tick = (uint64_t)res.tv_sec * 1000000000u + (uint64_t)res.tv_nsec;
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = 1;
+	cfg.coarse_clock = true;
+	tw_engine *e = engine_new(&cfg);
+	struct counts c = { 0 };
+	for (int i = 0; i < N; i++) {
+		uint64_t before = mono_ns();
+		tw_id id = add_counted(e, &c, DELAY_MS, 0);
+		uint64_t after = mono_ns();
+		uint64_t due = info_of(e, id).next_due_ns;
+		cr_assert(due >= before + DELAY_MS * NS_PER_MS, "add: due %" PRIu64 " ns early",
+			  before + DELAY_MS * NS_PER_MS - due);
+		cr_assert(due <= after + 3 * tick + (DELAY_MS + 1) * NS_PER_MS);
+		if (i % 8 == 0)
+			sleep_ms(1); /* let the coarse clock move between calls */
+		before = mono_ns();
+		cr_assert_eq(tw_set_delay(e, id, DELAY_MS), TW_OK);
+		after = mono_ns();
+		due = info_of(e, id).next_due_ns;
+		cr_assert(due >= before + DELAY_MS * NS_PER_MS,
+			  "set_delay: due %" PRIu64 " ns early",
+			  before + DELAY_MS * NS_PER_MS - due);
+		cr_assert(due <= after + 3 * tick + (DELAY_MS + 1) * NS_PER_MS);
+		cr_assert_eq(tw_cancel(e, id), TW_OK);
+	}
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.runs), 0);
+	cr_assert_eq(atomic_load(&c.releases), N);
+	assert_no_leaks();
+}
+
+/* A manual clock keeps dues exact: coarse_clock is ignored with it. */
+Test(timing, coarse_clock_is_ignored_on_the_manual_clock)
+{
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = 1;
+	cfg.manual_clock = true;
+	cfg.coarse_clock = true;
+	tw_engine *e = engine_new(&cfg);
+	struct counts c = { 0 };
+	uint64_t t0 = manual_now(e);
+	tw_id id = add_counted(e, &c, 25, 0);
+	cr_assert_eq(info_of(e, id).next_due_ns, t0 + 25 * NS_PER_MS);
+	step(e, 25);
+	cr_assert_eq(atomic_load(&c.runs), 1);
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
+
 /* With nothing due the wheel thread sleeps: an idle engine does not tick. */
 Test(timing, real_clock_idle_engine_does_not_wake_up)
 {
