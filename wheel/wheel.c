@@ -414,10 +414,10 @@ static uint64_t next_activation(const struct wheel *w, unsigned level, uint64_t 
  * order, what is due beyond the window (w->held: still counted in s), to
  * put back once the window is done. The source list is cut once.
  */
-static void move_down(struct wheel *w, unsigned level, struct wheel_slot *s, uint64_t end,
-		      uint32_t n)
+static inline __attribute__((always_inline)) void
+move_down(struct wheel *w, unsigned level, struct wheel_slot *s, uint64_t end, uint32_t n)
 {
-	struct wheel_slot *below = slot_at(w, level - 1, 0);
+	unsigned base = geometry[level - 1].base;
 	unsigned shift = shift_of(level - 1), mask = slots_of(level - 1) - 1;
 	uint32_t moved = 0;
 	struct wheel_link *next = s->head.next;
@@ -426,11 +426,14 @@ static void move_down(struct wheel *w, unsigned level, struct wheel_slot *s, uin
 		next = next->next;
 		struct wheel_link *to_head = &w->held;
 		if (level != TOP || e->due < end) {
-			struct wheel_slot *to = &below[(e->due >> shift) & mask];
+			/* The slot's number from the due, not from to->index: with a
+			 * constant level, no load. */
+			unsigned index = base + ((unsigned)(e->due >> shift) & mask);
+			struct wheel_slot *to = &w->slot[index];
 			to_head = &to->head;
 			e->slot = to;
 			if (!to->count++)
-				mark_occupied(w, to->index);
+				mark_occupied(w, index);
 			moved++;
 		}
 		struct wheel_link *last = to_head->prev;
@@ -488,7 +491,11 @@ static void work_level(struct wheel *w, unsigned level, uint64_t t)
 		if (share < MOVE_BATCH)
 			share = left < MOVE_BATCH ? left : MOVE_BATCH;
 	}
-	move_down(w, level, s, start + width, share);
+	/* Level 1 moves nearly every entry: its own copy, with constant geometry. */
+	if (level == 1)
+		move_down(w, 1, s, start + width, share);
+	else
+		move_down(w, level, s, start + width, share);
 	left = s->head.next == &s->head ? 0 : s->count;
 	if (level > 1 && share) /* the first window below starts moving at our deadline */
 		w->level_due[level - 1] = min_u64(w->level_due[level - 1], deadline);
@@ -598,6 +605,26 @@ static inline struct wheel_entry *hand_out(struct wheel *w, struct wheel_slot *s
 	return take_head(w, s);
 }
 
+/*
+ * The common step with sparse ticks: the next occupied tick lies in now's
+ * bitmap word, before target and drain_due (no level needs work first) and in
+ * now's level-1 window (no frontier moves), so time just jumps there. Returns
+ * its slot, or NULL for advance() to take the general way.
+ */
+static inline struct wheel_slot *next_in_word(struct wheel *w, uint64_t target)
+{
+	uint64_t now = w->now;
+	unsigned i = index_of(0, now);
+	uint64_t later = w->occupied[i / 64] & (~UINT64_C(1) << (i & 63));
+	if (!later)
+		return NULL;
+	uint64_t t = now + ((unsigned)__builtin_ctzll(later) - (i & 63));
+	if (t >= target || t >= w->drain_due || (t ^ now) >> shift_of(1))
+		return NULL;
+	w->now = t;
+	return slot_for(w, 0, t);
+}
+
 /* wheel_expire when the current tick has no entry left. Out of line and
  * handing out the entry itself, so that wheel_expire only ever tail-calls it
  * and needs no frame: the common case is then a short call either way. */
@@ -608,11 +635,22 @@ static __attribute__((noinline)) struct wheel_entry *advance_and_hand_out(struct
 	return s ? hand_out(w, s) : NULL;
 }
 
+/* As advance_and_hand_out, trying next_in_word first; apart, so that the
+ * common step needs no frame (advance's loop does). */
+static __attribute__((noinline)) struct wheel_entry *step_and_hand_out(struct wheel *w,
+								       uint64_t target)
+{
+	struct wheel_slot *s = next_in_word(w, target);
+	if (!s)
+		return advance_and_hand_out(w, target);
+	return hand_out(w, s);
+}
+
 struct wheel_entry *wheel_expire(struct wheel *w, uint64_t target)
 {
 	struct wheel_slot *s = slot_for(w, 0, w->now);
 	if (!s->count)
-		return advance_and_hand_out(w, target);
+		return step_and_hand_out(w, target);
 	return hand_out(w, s);
 }
 
