@@ -437,9 +437,10 @@ move_down(struct wheel *w, unsigned level, struct wheel_slot *s, uint64_t end, u
 			moved++;
 		}
 		struct wheel_link *last = to_head->prev;
+		/* Interleaved, as in link_tail: no vector store to assemble. */
 		e->link.prev = last;
-		e->link.next = to_head;
 		last->next = &e->link;
+		e->link.next = to_head;
 		to_head->prev = &e->link;
 	}
 	s->head.next = next;
@@ -607,19 +608,20 @@ static inline struct wheel_entry *hand_out(struct wheel *w, struct wheel_slot *s
 
 /*
  * The common step with sparse ticks: the next occupied tick lies in now's
- * bitmap word, before target and drain_due (no level needs work first) and in
- * now's level-1 window (no frontier moves), so time just jumps there. Returns
- * its slot, or NULL for advance() to take the general way.
+ * bitmap word (the 64 ticks of now's aligned block, so in now's window of
+ * every level: no frontier moves) and before target and drain_due (no level
+ * needs work first), so time just jumps there. Returns its slot, or NULL for
+ * advance() to take the general way.
  */
 static inline struct wheel_slot *next_in_word(struct wheel *w, uint64_t target)
 {
+	_Static_assert(WHEEL_LEVEL_SHIFT(1) >= 6, "a bitmap word lies in one level-1 window");
 	uint64_t now = w->now;
-	unsigned i = index_of(0, now);
-	uint64_t later = w->occupied[i / 64] & (~UINT64_C(1) << (i & 63));
+	uint64_t later = w->occupied[index_of(0, now) / 64] & (~UINT64_C(1) << (now & 63));
 	if (!later)
 		return NULL;
-	uint64_t t = now + ((unsigned)__builtin_ctzll(later) - (i & 63));
-	if (t >= target || t >= w->drain_due || (t ^ now) >> shift_of(1))
+	uint64_t t = (now & ~UINT64_C(63)) + (unsigned)__builtin_ctzll(later);
+	if (t >= target || t >= w->drain_due)
 		return NULL;
 	w->now = t;
 	return slot_for(w, 0, t);
@@ -635,22 +637,14 @@ static __attribute__((noinline)) struct wheel_entry *advance_and_hand_out(struct
 	return s ? hand_out(w, s) : NULL;
 }
 
-/* As advance_and_hand_out, trying next_in_word first; apart, so that the
- * common step needs no frame (advance's loop does). */
-static __attribute__((noinline)) struct wheel_entry *step_and_hand_out(struct wheel *w,
-								       uint64_t target)
-{
-	struct wheel_slot *s = next_in_word(w, target);
-	if (!s)
-		return advance_and_hand_out(w, target);
-	return hand_out(w, s);
-}
-
 struct wheel_entry *wheel_expire(struct wheel *w, uint64_t target)
 {
 	struct wheel_slot *s = slot_for(w, 0, w->now);
-	if (!s->count)
-		return step_and_hand_out(w, target);
+	if (!s->count) {
+		s = next_in_word(w, target);
+		if (!s)
+			return advance_and_hand_out(w, target);
+	}
 	return hand_out(w, s);
 }
 
