@@ -608,19 +608,26 @@ static inline struct wheel_entry *hand_out(struct wheel *w, struct wheel_slot *s
 
 /*
  * The common step with sparse ticks: the next occupied tick lies in now's
- * bitmap word (the 64 ticks of now's aligned block, so in now's window of
- * every level: no frontier moves) and before target and drain_due (no level
- * needs work first), so time just jumps there. Returns its slot, or NULL for
- * advance() to take the general way.
+ * bitmap word or the next one, in now's level-1 window (so no frontier
+ * moves), before target and drain_due (no level needs work first), so time
+ * just jumps there. Returns its slot, or NULL for advance() to take the
+ * general way.
  */
 static inline struct wheel_slot *next_in_word(struct wheel *w, uint64_t target)
 {
-	_Static_assert(WHEEL_LEVEL_SHIFT(1) >= 6, "a bitmap word lies in one level-1 window");
-	uint64_t now = w->now;
-	uint64_t later = w->occupied[index_of(0, now) / 64] & (~UINT64_C(1) << (now & 63));
-	if (!later)
-		return NULL;
-	uint64_t t = (now & ~UINT64_C(63)) + (unsigned)__builtin_ctzll(later);
+	_Static_assert(WHEEL_LEVEL_SHIFT(1) >= 7, "two bitmap words can lie in one level-1 window");
+	uint64_t now = w->now, t;
+	const uint64_t *word = &w->occupied[index_of(0, now) / 64];
+	uint64_t later = word[0] & (~UINT64_C(1) << (now & 63));
+	if (later) {
+		t = (now & ~UINT64_C(63)) + (unsigned)__builtin_ctzll(later);
+	} else {
+		/* The next word, if in now's level-1 window (level 0 wraps only
+		 * at the end of one, too). */
+		if (((now + 64) ^ now) >> shift_of(1) || !(later = word[1]))
+			return NULL;
+		t = ((now + 64) & ~UINT64_C(63)) + (unsigned)__builtin_ctzll(later);
+	}
 	if (t >= target || t >= w->drain_due)
 		return NULL;
 	w->now = t;
