@@ -421,7 +421,11 @@ move_down(struct wheel *w, unsigned level, struct wheel_slot *s, uint64_t end, u
 	unsigned shift = shift_of(level - 1), mask = slots_of(level - 1) - 1;
 	uint32_t moved = 0;
 	struct wheel_link *next = s->head.next;
-	for (uint32_t i = 0; i < n && next != &s->head; i++) {
+	/* Below the top, count is the list's length (the top's also counts
+	 * what it holds back): with n bounded by it, n alone ends the loop. */
+	if (level != TOP && n > s->count)
+		n = s->count;
+	for (uint32_t i = 0; i < n && (level != TOP || next != &s->head); i++) {
 		struct wheel_entry *e = entry_of(next);
 		next = next->next;
 		struct wheel_link *to_head = &w->held;
