@@ -1,6 +1,7 @@
 /* measure.c - see measure.h. */
 #include "measure.h"
 
+#include <errno.h>
 #include <math.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -10,6 +11,14 @@ uint64_t monotonic_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void monotonic_sleep_until(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
+			       .tv_nsec = (long)(ns % 1000000000u) };
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
 }
 
 double process_cpu_seconds(void)

@@ -40,6 +40,8 @@ struct interval_summary {
 };
 
 uint64_t monotonic_now_ns(void);
+/* Sleeps until CLOCK_MONOTONIC reaches ns; a signal does not end it early. */
+void monotonic_sleep_until(uint64_t ns);
 double process_cpu_seconds(void);
 void lateness_note(struct lateness *l, uint64_t start_ns, uint64_t due_ns);
 uint64_t lateness_percentile_us(struct lateness *l, double p);

@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define NS_PER_MS UINT64_C(1000000)
 
@@ -197,13 +196,6 @@ static int draw(const char *path, const struct pictures *p)
 	return plot_png_panels(path, panels, 2);
 }
 
-static void sleep_until(uint64_t ns)
-{
-	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
-			       .tv_nsec = (long)(ns % 1000000000u) };
-	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-}
-
 int main(int argc, char **argv)
 {
 	struct options o = parse(argc, argv);
@@ -238,7 +230,7 @@ int main(int argc, char **argv)
 	uint64_t start = monotonic_now_ns(), end = start + o.duration_ns;
 	for (uint64_t t = start + 1000 * NS_PER_MS; t < end + 1000 * NS_PER_MS;
 	     t += 1000 * NS_PER_MS) {
-		sleep_until(t < end ? t : end);
+		monotonic_sleep_until(t < end ? t : end);
 		printf("\r[%5.1f / %.1f s] runs %" PRIu64 ", p99 lateness %" PRIu64 " us   ",
 		       (double)(monotonic_now_ns() - start) / 1e9, (double)o.duration_ns / 1e9,
 		       lateness_runs(&late), lateness_percentile_us(&late, 0.99));

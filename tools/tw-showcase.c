@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { SESSION_TIMEOUT_MS = 5000 };
 
@@ -129,11 +128,8 @@ int main(int argc, char **argv)
 				uint64_t i = quiet + (uint64_t)rand() % (o.sessions - quiet);
 				resets += tw_set_delay(e, sessions[i], SESSION_TIMEOUT_MS) == TW_OK;
 			}
-			uint64_t until =
-				start + (second - 1) * 1000000000u + (slice + 1) * 10000000u;
-			struct timespec ts = { .tv_sec = (time_t)(until / 1000000000u),
-					       .tv_nsec = (long)(until % 1000000000u) };
-			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+			monotonic_sleep_until(start + (second - 1) * 1000000000u +
+					      (slice + 1) * 10000000u);
 		}
 		tw_engine_stats st;
 		tw_stats(e, &st);

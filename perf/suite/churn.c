@@ -94,7 +94,7 @@ static pid_t find_wheel_thread(const pid_t *before, size_t nbefore)
 			)
 				return now[i];
 		}
-		su_sleep_until_ns(monotonic_now_ns() + 1000000u);
+		monotonic_sleep_until(monotonic_now_ns() + 1000000u);
 	}
 	return 0;
 }
@@ -122,7 +122,7 @@ static void churn_for(struct churn *c, double rate, uint64_t start, uint64_t end
 	while (now < end) {
 		double gap_ms = -2.0 * log(1.0 - su_uniform(&c->rng));
 		uint64_t at = now + (uint64_t)((gap_ms < 20 ? gap_ms : 20) * 1e6);
-		su_sleep_until_ns(at < end ? at : end);
+		monotonic_sleep_until(at < end ? at : end);
 		now = monotonic_now_ns();
 		uint64_t owed = (uint64_t)((double)(now - start) * rate / 1e9);
 		for (; done < owed; done++)

@@ -6,7 +6,6 @@
 #include "loop_measure.h"
 #include "loops.h"
 #include "measure.h"
-#include "suite_util.h"
 #include "tickwheel.h"
 
 #include <stdio.h>
@@ -104,7 +103,7 @@ static int tw_loop_arm(void *loop, size_t timer, uint64_t first_due_ns, uint64_t
 static void tw_loop_run_until(void *loop, uint64_t deadline_ns)
 {
 	(void)loop;
-	su_sleep_until_ns(deadline_ns);
+	monotonic_sleep_until(deadline_ns);
 }
 
 static uint64_t tw_loop_wakeups(void *loop)

@@ -80,7 +80,7 @@ static void classify_failure(struct resetter *w, tw_id id)
 static void *resetter_main(void *arg)
 {
 	struct resetter *w = arg;
-	su_sleep_until_ns(w->start_ns);
+	monotonic_sleep_until(w->start_ns);
 	if (atomic_load(w->abandon))
 		return NULL;
 	uint64_t cpu0 = su_self_cpu_ns(), now = monotonic_now_ns();
@@ -90,7 +90,7 @@ static void *resetter_main(void *arg)
 		if ((double)(w->done + BATCH) > owed) {
 			uint64_t at =
 				w->start_ns + (uint64_t)((double)(w->done + BATCH) * 1e9 / w->rate);
-			su_sleep_until_ns(at < w->end_ns ? at : w->end_ns);
+			monotonic_sleep_until(at < w->end_ns ? at : w->end_ns);
 			now = monotonic_now_ns();
 			continue;
 		}

@@ -273,7 +273,7 @@ int scenario_stall(const struct suite_options *opt, struct report *r)
 	uint64_t window[4] = { 0 };
 	if (!rc) {
 		/* Everything is set up and running before the helper exists. */
-		su_sleep_until_ns(monotonic_now_ns() + BEFORE_MS * MS);
+		monotonic_sleep_until(monotonic_now_ns() + BEFORE_MS * MS);
 		if (stop_process(window)) {
 			fprintf(stderr, "tw-perf stall: the stopping helper failed\n");
 			rc = 2;
@@ -282,7 +282,7 @@ int scenario_stall(const struct suite_options *opt, struct report *r)
 		fprintf(stderr, "tw-perf stall: set-up: %s\n", tw_strerror(rc));
 	}
 	if (!rc) {
-		su_sleep_until_ns(window[3] + AFTER_MS * MS);
+		monotonic_sleep_until(window[3] + AFTER_MS * MS);
 		uint64_t end = monotonic_now_ns();
 		for (size_t i = 0; i < n; i++) {
 			tw_task_info info;

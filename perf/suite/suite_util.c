@@ -83,14 +83,6 @@ void su_samples_free(struct su_samples *s)
 	*s = (struct su_samples){ 0 };
 }
 
-void su_sleep_until_ns(uint64_t t)
-{
-	struct timespec ts = { .tv_sec = (time_t)(t / 1000000000u),
-			       .tv_nsec = (long)(t % 1000000000u) };
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
-}
-
 static uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;

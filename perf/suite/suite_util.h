@@ -1,8 +1,8 @@
 /*
  * suite_util.h - small things the scenarios share: a seeded random generator
  * (splitmix64: the same seed, the same run), growable sample arrays with
- * quantiles, sleeping to an absolute time, and the CPU time of one thread
- * of the process found by its thread id.
+ * quantiles, and the CPU time of one thread of the process found by its
+ * thread id.
  */
 #ifndef TICKWHEEL_PERF_SUITE_UTIL_H
 #define TICKWHEEL_PERF_SUITE_UTIL_H
@@ -28,8 +28,6 @@ void su_push(struct su_samples *s, double x);
 /* Sorts the samples (once) and reads the p-quantile, 0 <= p <= 1; 0 if empty. */
 double su_quantile(struct su_samples *s, double p);
 void su_samples_free(struct su_samples *s);
-
-void su_sleep_until_ns(uint64_t t);
 
 /* What one read of CLOCK_MONOTONIC costs here, ns (median over batches). */
 double su_clock_read_ns(void);
