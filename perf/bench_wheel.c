@@ -188,10 +188,10 @@ static void usage(FILE *to)
 static bool parse_sizes(struct options *opt, const char *text)
 {
 	opt->size_count = 0;
-	for (const char *p = text; *p != '\0' && opt->size_count < 8;) {
+	for (const char *p = text; *p != '\0';) {
 		char *end;
 		unsigned long long v = strtoull(p, &end, 10);
-		if (end == p || v == 0 || v > UINT32_MAX)
+		if (end == p || v == 0 || v > UINT32_MAX || opt->size_count == 8)
 			return false;
 		opt->sizes[opt->size_count++] = (size_t)v;
 		p = *end == ',' ? end + 1 : end;

@@ -233,10 +233,9 @@ def measure(tw_perf, tasks=None, keep=None):
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
 
+    names = list(PHASES) + sorted(p for p in dumps if p not in PHASES)
     figures = [{'impl': 'tickwheel', 'name': p, 'value': round(dumps[p] / ops[p], 2),
-                'unit': 'instr', 'better': 'lower'} for p in PHASES]
-    figures += [{'impl': 'tickwheel', 'name': p, 'value': round(dumps[p] / ops[p], 2),
-                 'unit': 'instr', 'better': 'lower'} for p in sorted(dumps) if p not in PHASES]
+                'unit': 'instr', 'better': 'lower'} for p in names]
     params = dict((run or {}).get('params') or {})
     params.setdefault('tasks', ops[PHASES[0]])
     return {

@@ -43,7 +43,7 @@ static uint64_t parse_count(const char *text, const char *option)
 {
 	char *end;
 	unsigned long long value = strtoull(text, &end, 10);
-	if (!*text || *end) {
+	if (!*text || *end || *text == '-') {
 		fprintf(stderr, "tw-showcase: %s needs a whole number, not '%s'\n", option, text);
 		exit(2);
 	}

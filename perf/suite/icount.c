@@ -18,6 +18,7 @@
  * the call), so that a phase holds the whole cost of its operations.
  */
 #include "suite.h"
+#include "suite_util.h"
 #include "tickwheel.h"
 #include "wheel.h"
 
@@ -38,18 +39,10 @@ enum {
 	QUICK_N = 10000,
 };
 
-static uint64_t splitmix64(uint64_t *state)
-{
-	uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-/* lo .. hi inclusive; the modulo bias is irrelevant at these ranges. */
+/* lo .. hi inclusive. */
 static uint32_t uniform(uint64_t *state, uint32_t lo, uint32_t hi)
 {
-	return lo + (uint32_t)(splitmix64(state) % ((uint64_t)hi - lo + 1));
+	return lo + (uint32_t)su_below(state, (uint64_t)hi - lo + 1);
 }
 
 /* Each loop visits the entries in its own permutation, so that no operation

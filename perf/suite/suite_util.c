@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -107,11 +106,6 @@ double su_clock_read_ns(void)
 uint64_t su_self_cpu_ns(void)
 {
 	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
-}
-
-pid_t su_gettid(void)
-{
-	return (pid_t)syscall(SYS_gettid);
 }
 
 size_t su_threads(pid_t *out, size_t max)

@@ -34,7 +34,6 @@ double su_clock_read_ns(void);
 /* The calling thread's CPU time, ns. */
 uint64_t su_self_cpu_ns(void);
 
-pid_t su_gettid(void);
 /* The ids of the process's threads now, up to max; how many there are. */
 size_t su_threads(pid_t *out, size_t max);
 /* The system call thread tid is blocked in, -1 while it runs or unknown. */
