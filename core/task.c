@@ -107,7 +107,6 @@ struct tw_task *table_take(struct task_table *t, int *error)
 		task->index = t->used;
 		t->used++;
 	}
-	t->slots_in_use++;
 out:
 	pthread_mutex_unlock(&t->lock);
 	return task;
@@ -116,7 +115,6 @@ out:
 void table_give_back(struct task_table *t, struct tw_task *task)
 {
 	pthread_mutex_lock(&t->lock);
-	t->slots_in_use--;
 	/* A slot whose generations ran out is retired, so ids are never reused. */
 	if (task->generation != UINT32_MAX) {
 		task->next_free = t->free_head;
