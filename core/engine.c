@@ -148,6 +148,9 @@ int tw_engine_create(const tw_config *cfg, tw_engine **out)
 	uint64_t now = monotonic_ns();
 	e->epoch_ns = now - now % NS_PER_MS;
 	atomic_init(&e->manual_now_ns, e->epoch_ns); /* manual time starts on the grid */
+	e->slow_run_ns = e->cfg.slow_run_ms > UINT64_MAX / NS_PER_MS ?
+				 UINT64_MAX :
+				 e->cfg.slow_run_ms * NS_PER_MS;
 	struct timespec coarse_tick;
 	if (e->cfg.coarse_clock && !e->cfg.manual_clock &&
 	    !clock_getres(CLOCK_MONOTONIC_COARSE, &coarse_tick))

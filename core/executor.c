@@ -164,21 +164,23 @@ static void note_lateness(struct executor *x, uint64_t late_ns)
 		atomic_store_explicit(&x->lateness_max_ns, late_ns, memory_order_relaxed);
 }
 
-/* Lock held: accounts for a run that returned rc after took_ns. */
-static void account(struct executor *x, struct tw_task *task, int rc, uint64_t took_ns)
+/* Lock held: accounts for a run that returned rc after took_ns. Returns the
+ * failures in a row if this one paused the task (to be logged once the lock
+ * is let go: the log hook is user code), else 0. */
+static uint32_t account(struct executor *x, struct tw_task *task, int rc, uint64_t took_ns)
 {
 	struct tw_engine *e = x->engine;
 	atomic_store_explicit(&task->last_run_ns, took_ns, memory_order_relaxed);
 	if (took_ns > atomic_load_explicit(&task->longest_run_ns, memory_order_relaxed))
 		atomic_store_explicit(&task->longest_run_ns, took_ns, memory_order_relaxed);
-	if (took_ns > e->cfg.slow_run_ms * NS_PER_MS) {
+	if (took_ns > e->slow_run_ns) {
 		bump32(&task->slow_runs);
 		bump(&x->slow_runs);
 	}
 	if (!rc) {
 		if (atomic_load_explicit(&task->consecutive_failures, memory_order_relaxed))
 			atomic_store_explicit(&task->consecutive_failures, 0, memory_order_relaxed);
-		return;
+		return 0;
 	}
 	bump32(&task->failures);
 	bump(&x->failures);
@@ -188,9 +190,9 @@ static void account(struct executor *x, struct tw_task *task, int rc, uint64_t t
 	    (state == TW_WAITING || state == TW_RUNNING)) {
 		atomic_store_explicit(&task->state, TW_PAUSED, memory_order_relaxed);
 		atomic_store_explicit(&task->paused_by_failures, true, memory_order_relaxed);
-		engine_log(e, TW_LOG_WARNING, "task %llu paused after %u failures in a row",
-			   (unsigned long long)atomic_load(&task->id), row);
+		return row;
 	}
+	return 0;
 }
 
 /* Lock held: a run ended; the task waits again, completes, or stays put. */
@@ -299,10 +301,12 @@ static void run(struct executor *x, const struct firing *f)
 		bump(&x->dropped);
 	}
 	task_lock(task);
-	if (starts)
-		account(x, task, rc, took);
+	uint32_t paused_after = starts ? account(x, task, rc, took) : 0;
 	struct release_call call = run_ended(x, task);
 	task_unlock(task);
+	if (paused_after)
+		engine_log(e, TW_LOG_WARNING, "task %llu paused after %u failures in a row",
+			   (unsigned long long)fire.id, paused_after);
 	release_call_run(call);
 	run_finished(x);
 }

@@ -192,11 +192,10 @@ struct task_dir {
 };
 
 struct task_table {
-	struct task_dir *dir;  /* RCU-protected */
-	pthread_mutex_t lock;  /* allocation, free list, growth */
-	uint32_t free_head;    /* slot index + 1, 0 = empty */
-	uint32_t used;         /* slots ever handed out */
-	uint64_t slots_in_use; /* live tasks and ended ones still kept for queries */
+	struct task_dir *dir; /* RCU-protected */
+	pthread_mutex_t lock; /* allocation, free list, growth */
+	uint32_t free_head;   /* slot index + 1, 0 = empty */
+	uint32_t used;        /* slots ever handed out */
 };
 
 int table_init(struct task_table *t);
@@ -297,6 +296,7 @@ struct tw_engine {
 	uint64_t epoch_ns; /* tick 0 of the wheel, on the 1 ms grid */
 	_Atomic uint64_t manual_now_ns;
 	uint64_t coarse_slack_ns; /* cfg.coarse_clock: two ticks of CLOCK_MONOTONIC_COARSE */
+	uint64_t slow_run_ns;     /* cfg.slow_run_ms, saturated */
 	/* lifecycle */
 	_Atomic bool stopping; /* refuse operations, stop firing */
 	_Atomic bool wheel_quit;

@@ -264,7 +264,7 @@ static void wait_for_work(struct tw_engine *e)
 {
 	struct epoll_event events[2];
 	int n = epoll_wait(e->epoll_fd, events, 2, -1);
-	atomic_fetch_add_explicit(&e->wakeups, 1, memory_order_relaxed);
+	bump(&e->wakeups); /* the wheel thread's alone */
 	/* The timerfd needs no read: every wake-up by it is followed by a
 	 * timerfd_settime (the next due is later), which clears its count. */
 	for (int i = 0; i < n; i++) {

@@ -544,3 +544,20 @@ Test(callbacks, slow_runs_are_counted_and_timed)
 	tw_engine_destroy(e);
 	assert_no_leaks();
 }
+
+/* A slow_run_ms too large to count in ns means "never slow", not a wrapped
+ * limit (this one would wrap to 448 us) that makes every run slow. */
+Test(callbacks, huge_slow_run_limit_counts_no_run_as_slow)
+{
+	tw_config cfg = manual_config(1);
+	cfg.slow_run_ms = UINT64_MAX / NS_PER_MS + 1;
+	tw_engine *e = engine_new(&cfg);
+	unsigned run_ms = 2;
+	tw_id id = add_task(e, 1, 0, sleepy_callback, &run_ms);
+	step(e, 1);
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.runs, 1);
+	cr_assert_eq(info.slow_runs, 0);
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
