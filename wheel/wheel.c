@@ -62,7 +62,7 @@
 
 enum {
 	TOP = WHEEL_LEVELS - 1,
-	SCAN_LIMIT = 8,  /* wheel_next_expiry reads slots this small exactly */
+	SCAN_LIMIT = 8, /* wheel_next_expiry reads slots this small exactly */
 	MOVE_BATCH = 64, /* entries a cascade moves at least per visit */
 };
 
@@ -179,11 +179,11 @@ static inline void mark_empty(struct wheel *w, unsigned i)
 		mark_word_empty(w, i);
 }
 
-/* mark_word_empty out of line: wheel_remove's common path then needs no more
+/* mark_empty out of line: wheel_remove's common path then needs no more
  * registers than the unlink itself. */
-static __attribute__((noinline, cold)) void mark_word_empty_cold(struct wheel *w, unsigned i)
+static __attribute__((noinline)) void slot_emptied(struct wheel *w, const struct wheel_slot *s)
 {
-	mark_word_empty(w, i);
+	mark_empty(w, s->index);
 }
 
 /* Rotates the low n bits of bits right by k < n. */
@@ -219,7 +219,8 @@ static inline uint64_t first_occupied(const struct wheel *w, unsigned level, uns
 	return (index - from) & (slots_of(level) - 1);
 }
 
-/* Appends e to s; true if s was empty, and so needs its occupancy bit. */
+/* Appends e to s; true if s was empty, and so needs its occupancy bit. The
+ * caller counts it, above level 0. */
 static inline bool link_tail(struct wheel_slot *s, struct wheel_entry *e)
 {
 	struct wheel_link *head = &s->head, *last = head->prev;
@@ -230,18 +231,21 @@ static inline bool link_tail(struct wheel_slot *s, struct wheel_entry *e)
 	e->link.next = head;
 	head->prev = &e->link;
 	e->slot = s;
-	return !s->count++;
+	return last == head;
 }
 
-/* Takes e out of its list; returns its slot if that is now empty, for the
- * caller to clear its occupancy bit, else NULL. */
-static inline struct wheel_slot *unlink_entry(struct wheel_entry *e)
+/* Takes e out of its list, but leaves e->slot; true if the list is now
+ * empty, and so its slot's occupancy bit must go. */
+static inline bool unlink_entry(struct wheel *w, struct wheel_entry *e)
 {
 	struct wheel_slot *s = e->slot;
-	e->link.prev->next = e->link.next;
-	e->link.next->prev = e->link.prev;
-	e->slot = NULL;
-	return --s->count ? NULL : s;
+	struct wheel_link *prev = e->link.prev, *next = e->link.next;
+	prev->next = next;
+	next->prev = prev;
+	/* Level 0 counts nothing: both neighbours are then the head. Above, the
+	 * count says it: the top slot's also covers what it holds back. Told
+	 * apart by address, which costs no load. */
+	return s >= &w->slot[BASE1] ? !--s->count : prev == next;
 }
 
 /* The frontier of level L + 1: entries due before it live on level L or lower. */
@@ -328,7 +332,10 @@ static inline __attribute__((always_inline)) void file_at(struct wheel *w, struc
 							  unsigned level)
 {
 	struct wheel_slot *s = slot_for(w, level, e->due);
-	if (link_tail(s, e))
+	bool first = link_tail(s, e);
+	if (level)
+		s->count++;
+	if (first)
 		slot_filled(w, e, level);
 }
 
@@ -366,10 +373,11 @@ void wheel_add(struct wheel *w, struct wheel_entry *e, uint64_t due)
 void wheel_remove(struct wheel *w, struct wheel_entry *e)
 {
 	assert(e->slot);
-	struct wheel_slot *emptied = unlink_entry(e);
-	if (emptied && clear_slot_bit(w, emptied->index))
-		mark_word_empty_cold(w, emptied->index);
+	struct wheel_slot *s = e->slot;
 	w->count--;
+	if (unlink_entry(w, e))
+		slot_emptied(w, s);
+	e->slot = NULL;
 }
 
 /* wheel_reschedule when e was its slot's last entry: the slot's bits, then
@@ -386,10 +394,8 @@ void wheel_reschedule(struct wheel *w, struct wheel_entry *e, uint64_t due)
 	struct wheel_slot *s = e->slot;
 	e->due = due > w->now ? due : w->now + 1;
 	if (s) {
-		/* unlink_entry without clearing e->slot: file() sets it anew. */
-		e->link.prev->next = e->link.next;
-		e->link.next->prev = e->link.prev;
-		if (!--s->count) {
+		/* e->slot stays: file() sets it anew. */
+		if (unlink_entry(w, e)) {
 			refile_emptied(w, e, s);
 			return;
 		}
@@ -436,7 +442,8 @@ move_down(struct wheel *w, unsigned level, struct wheel_slot *s, uint64_t end, u
 			struct wheel_slot *to = &w->slot[index];
 			to_head = &to->head;
 			e->slot = to;
-			if (!to->count++)
+			/* Level 0 counts nothing: its list tells if it was empty. */
+			if (level - 1 ? !to->count++ : to_head->prev == to_head)
 				mark_occupied(w, index);
 			moved++;
 		}
@@ -552,11 +559,13 @@ static inline void set_now(struct wheel *w, uint64_t t)
 		w->limit[level] = frontier_above(w, level);
 }
 
-/* The first tick after now with an entry on level 0, or UINT64_MAX. */
+/* The first tick after now with an entry on level 0, or UINT64_MAX. Going
+ * round, the search ends on now's own slot, whose bit may be one that
+ * wheel_hand_out_ left set: level 0 holds no entry due that far ahead. */
 static inline uint64_t next_occupied_tick(const struct wheel *w)
 {
 	uint64_t ahead = first_occupied(w, 0, index_of(0, w->now + 1));
-	return ahead == UINT64_MAX ? UINT64_MAX : w->now + 1 + ahead;
+	return ahead >= slots_of(0) - 1 ? UINT64_MAX : w->now + 1 + ahead;
 }
 
 /* Moves now to the next tick where something happens, at most target. */
@@ -585,29 +594,9 @@ static inline struct wheel_slot *advance(struct wheel *w, uint64_t target)
 		else
 			step(w, target);
 		struct wheel_slot *s = slot_for(w, 0, w->now);
-		if (s->count)
+		if (s->head.next != &s->head)
 			return s;
 	}
-}
-
-/* Takes out the head of s: unlink_entry, knowing prev is the head, and the
- * bits cleared in line (a call would cost wheel_expire a frame). */
-static inline struct wheel_entry *take_head(struct wheel *w, struct wheel_slot *s)
-{
-	struct wheel_entry *e = entry_of(s->head.next);
-	struct wheel_link *next = e->link.next;
-	s->head.next = next;
-	next->prev = &s->head;
-	e->slot = NULL;
-	if (!--s->count)
-		mark_empty(w, s->index);
-	return e;
-}
-
-static inline struct wheel_entry *hand_out(struct wheel *w, struct wheel_slot *s)
-{
-	w->count--;
-	return take_head(w, s);
 }
 
 /*
@@ -621,8 +610,9 @@ static inline struct wheel_slot *next_in_word(struct wheel *w, uint64_t target)
 {
 	_Static_assert(WHEEL_LEVEL_SHIFT(1) >= 7, "two bitmap words can lie in one level-1 window");
 	uint64_t now = w->now, t;
-	const uint64_t *word = &w->occupied[index_of(0, now) / 64];
-	uint64_t later = word[0] & (~UINT64_C(1) << (now & 63));
+	uint64_t *word = &w->occupied[index_of(0, now) / 64];
+	uint64_t bits = word[0] & ~bit((unsigned)now); /* now's slot is empty */
+	uint64_t later = bits & (~UINT64_C(1) << (now & 63));
 	if (later) {
 		t = (now & ~UINT64_C(63)) + (unsigned)__builtin_ctzll(later);
 	} else {
@@ -634,29 +624,26 @@ static inline struct wheel_slot *next_in_word(struct wheel *w, uint64_t target)
 	}
 	if (t >= target || t >= w->drain_due)
 		return NULL;
+	if (!(word[0] = bits))
+		mark_word_empty(w, index_of(0, now));
 	w->now = t;
 	return slot_for(w, 0, t);
 }
 
-/* wheel_expire when the current tick has no entry left. Out of line and
- * handing out the entry itself, so that wheel_expire only ever tail-calls it
- * and needs no frame: the common case is then a short call either way. */
+/* The general way: time moves on through advance(). Out of line, so that
+ * wheel_expire_later_ needs no frame on its common path. */
 static __attribute__((noinline)) struct wheel_entry *advance_and_hand_out(struct wheel *w,
 									  uint64_t target)
 {
+	mark_empty(w, index_of(0, w->now)); /* wheel_hand_out_ left it set */
 	struct wheel_slot *s = advance(w, target);
-	return s ? hand_out(w, s) : NULL;
+	return s ? wheel_hand_out_(w, s) : NULL;
 }
 
-struct wheel_entry *wheel_expire(struct wheel *w, uint64_t target)
+struct wheel_entry *wheel_expire_later_(struct wheel *w, uint64_t target)
 {
-	struct wheel_slot *s = slot_for(w, 0, w->now);
-	if (!s->count) {
-		s = next_in_word(w, target);
-		if (!s)
-			return advance_and_hand_out(w, target);
-	}
-	return hand_out(w, s);
+	struct wheel_slot *s = next_in_word(w, target);
+	return s ? wheel_hand_out_(w, s) : advance_and_hand_out(w, target);
 }
 
 /* The first due tick in a small slot; else when it needs work (early). */
@@ -700,7 +687,8 @@ uint64_t wheel_next_expiry(const struct wheel *w)
 	uint64_t now = w->now;
 	if (!w->count)
 		return UINT64_MAX;
-	if (slot_for(w, 0, now)->count)
+	const struct wheel_slot *here = slot_for(w, 0, now);
+	if (here->head.next != &here->head)
 		return now;
 	uint64_t first = next_occupied_tick(w);
 	for (unsigned level = 1; level < TOP; level++) {
@@ -764,7 +752,11 @@ static bool check_slot(const struct wheel *w, unsigned level, unsigned index, si
 		return check_failed(__LINE__);
 	if (level == TOP && draining && !check_list(&w->held, s, level, start + width, &n))
 		return check_failed(__LINE__);
-	if (n != s->count || !!(w->occupied[i / 64] & bit(i)) != (n > 0))
+	/* Level 0 counts nothing; wheel_hand_out_ may leave the bit of now's
+	 * emptied slot set. */
+	bool stale_allowed = level == 0 && index == index_of(0, now) && !n;
+	if (s->count != (level ? n : 0) ||
+	    (!!(w->occupied[i / 64] & bit(i)) != (n > 0) && !stale_allowed))
 		return check_failed(__LINE__);
 	if (level > 0 && n > 0) {
 		uint64_t deadline = level == 1 ? start : start - width_of(level - 1);

@@ -57,8 +57,8 @@ struct wheel_link {
 
 struct wheel_slot {
 	struct wheel_link head; /* circular list, oldest first */
-	uint32_t count;
-	uint32_t index; /* in wheel.slot, to clear its occupancy bit */
+	uint32_t count;         /* entries in the list; level 0 leaves it 0 */
+	uint32_t index;         /* in wheel.slot, to clear its occupancy bit */
 };
 
 /* Embed in the owner's object; 32 bytes. Treat the fields as private. */
@@ -124,14 +124,38 @@ void wheel_remove(struct wheel *w, struct wheel_entry *e);
 /* Moves e, pending or not, to tick due; it then counts as last added. */
 void wheel_reschedule(struct wheel *w, struct wheel_entry *e, uint64_t due);
 
+/* Private to wheel_expire() and wheel.c: takes out the head of s, the slot
+ * of the current tick. Its occupancy bit stays set when it empties: wheel.c
+ * clears it once time leaves the tick. */
+static inline struct wheel_entry *wheel_hand_out_(struct wheel *w, struct wheel_slot *s)
+{
+	struct wheel_entry *e = (struct wheel_entry *)s->head.next;
+	struct wheel_link *next = e->link.next;
+	w->count--;
+	s->head.next = next;
+	next->prev = &s->head;
+	e->slot = NULL;
+	return e;
+}
+
+/* Private: wheel_expire() once the current tick has no entry left. */
+struct wheel_entry *wheel_expire_later_(struct wheel *w, uint64_t target);
+
 /*
  * Advances the wheel towards tick target and hands out the next due entry,
  * already taken out of the wheel (no longer pending), or NULL once every entry
  * due at or before target has been handed out. Call it in a loop; wheel_now()
  * tells the tick of the entry in hand. A target behind the current tick does
- * not move time back.
+ * not move time back. In line: most calls hand out the next entry of the
+ * current tick, which is a few loads and stores.
  */
-struct wheel_entry *wheel_expire(struct wheel *w, uint64_t target);
+static inline struct wheel_entry *wheel_expire(struct wheel *w, uint64_t target)
+{
+	struct wheel_slot *s = &w->slot[w->now & ((1u << WHEEL_LEVEL0_BITS) - 1)];
+	if (s->head.next == &s->head)
+		return wheel_expire_later_(w, target);
+	return wheel_hand_out_(w, s);
+}
 
 /*
  * A hint that changes nothing: starts loading the entry that the wheel_expire()
@@ -141,8 +165,9 @@ struct wheel_entry *wheel_expire(struct wheel *w, uint64_t target);
 static inline void wheel_prefetch(const struct wheel *w)
 {
 	const struct wheel_slot *s = &w->slot[w->now & ((1u << WHEEL_LEVEL0_BITS) - 1)];
-	if (s->count > 1)
-		__builtin_prefetch(s->head.next->next, 1);
+	const struct wheel_link *second = s->head.next->next;
+	if (second != &s->head)
+		__builtin_prefetch(second, 1);
 }
 
 /*
