@@ -31,15 +31,19 @@ static __attribute__((noinline)) uint64_t coarse_now_ns(const struct tw_engine *
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + e->coarse_slack_ns;
 }
 
-/*
- * The due of a delay counted from now, rounded up to the engine's 1 ms grid:
- * a due on the grid is fired at its own tick, so its lateness is the engine's
- * alone, and rounding up never shortens a delay (it may add < 1 ms).
- */
-uint64_t engine_due_after_ns(const struct tw_engine *e, uint64_t delay_ms)
+uint64_t engine_call_now_ns(const struct tw_engine *e)
 {
-	uint64_t now = e->coarse_slack_ns ? coarse_now_ns(e) : engine_now_ns(e);
-	return e->epoch_ns + (engine_tick_of(e, now) + delay_ms) * NS_PER_MS;
+	return e->coarse_slack_ns ? coarse_now_ns(e) : engine_now_ns(e);
+}
+
+/*
+ * The due of a delay counted from now_ns, rounded up to the engine's 1 ms
+ * grid: a due on the grid is fired at its own tick, so its lateness is the
+ * engine's alone, and rounding up never shortens a delay (it may add < 1 ms).
+ */
+uint64_t engine_due_at_ns(const struct tw_engine *e, uint64_t now_ns, uint64_t delay_ms)
+{
+	return e->epoch_ns + (engine_tick_of(e, now_ns) + delay_ms) * NS_PER_MS;
 }
 
 uint64_t engine_tick_of(const struct tw_engine *e, uint64_t due_ns)

@@ -206,6 +206,9 @@ struct tw_task *table_take(struct task_table *t, int *error);
 void table_give_back(struct task_table *t, struct tw_task *task);
 /* The task with this id, or NULL. Call inside an RCU read-side section. */
 struct tw_task *table_find(struct task_table *t, tw_id id);
+/* The slot that id names, whatever it now holds, or NULL: its address only,
+ * for a prefetch. Call inside an RCU read-side section. */
+struct tw_task *table_slot(struct task_table *t, tw_id id);
 /* Calls fn on every slot of every chunk; not inside a read-side section. */
 void table_for_each(struct task_table *t, void (*fn)(struct tw_task *, void *), void *ctx);
 
@@ -327,7 +330,10 @@ static inline uint64_t monotonic_ns(void)
 /* The engine's time: monotonic_ns(), or the manual clock. */
 uint64_t engine_now_ns(const struct tw_engine *e);
 uint64_t engine_tick_of(const struct tw_engine *e, uint64_t due_ns); /* first tick >= due */
-uint64_t engine_due_after_ns(const struct tw_engine *e, uint64_t delay_ms);
+/* "now" for a delay a caller asks for: engine_now_ns(), or the coarse clock
+ * with its slack (tw_config.coarse_clock). */
+uint64_t engine_call_now_ns(const struct tw_engine *e);
+uint64_t engine_due_at_ns(const struct tw_engine *e, uint64_t now_ns, uint64_t delay_ms);
 void engine_log(const struct tw_engine *e, int level, const char *fmt, ...);
 
 /* Wheel thread: wheel.c of core. */

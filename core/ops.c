@@ -29,13 +29,13 @@ static int check_delay(uint64_t ms)
 	return ms > TW_MAX_DELAY_MS ? -TW_ERANGE : TW_OK;
 }
 
-static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused);
+static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused, uint64_t now_ns);
 
 /* Ends a task added while the engine began to stop (no-op if stop did). */
 static void cancel_while_stopping(struct tw_engine *e, struct tw_task *task)
 {
 	task_lock(task);
-	op_cancel(e, task, 0);
+	op_cancel(e, task, 0, 0);
 	struct release_call call = task_end_if_idle(e, task, NULL);
 	task_unlock(task);
 	release_call_run(call);
@@ -94,7 +94,8 @@ int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 	atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
 	atomic_store_explicit(&task->paused_by_failures, false, memory_order_relaxed);
 	atomic_store_explicit(&task->running, 0, memory_order_relaxed);
-	atomic_store_explicit(&task->due_ns, engine_due_after_ns(e, spec->delay_ms),
+	atomic_store_explicit(&task->due_ns,
+			      engine_due_at_ns(e, engine_call_now_ns(e), spec->delay_ms),
 			      memory_order_relaxed);
 	task_set_period_ms(task, spec->period_ms);
 	_Atomic uint64_t *counters[] = {
@@ -122,22 +123,38 @@ int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 	return TW_OK;
 }
 
-/* Looks id up and runs op on its task under the task's lock. */
-static int with_task(tw_engine *e, tw_id id,
-		     int (*op)(struct tw_engine *, struct tw_task *, uint64_t), uint64_t value)
+/*
+ * An operation on a task, run under its lock: value is the caller's, now_ns
+ * the time read for those that count from now (else 0).
+ */
+typedef int task_op(struct tw_engine *e, struct tw_task *task, uint64_t value, uint64_t now_ns);
+
+/*
+ * Looks id up and runs op on its task under the task's lock. The task's line
+ * is most likely a cache miss; a timed op reads the clock while it is on its
+ * way: the precise clock's read is ordered (lfence; rdtsc), so read after the
+ * load it would wait for the miss instead of overlapping it (bench-engine
+ * ops, postpone at 1M tasks: see the commit that brought this).
+ */
+static int with_task(tw_engine *e, tw_id id, task_op *op, uint64_t value, bool timed)
 {
 	if (!e)
 		return -TW_EINVAL;
 	if (atomic_load(&e->stopping))
 		return -TW_ESHUTDOWN;
 	read_section_begin();
-	struct tw_task *task = table_find(&e->table, id);
+	struct tw_task *task = table_slot(&e->table, id);
+	if (task)
+		__builtin_prefetch(task, 1);
+	uint64_t now_ns = timed ? engine_call_now_ns(e) : 0;
+	if (task && atomic_load_explicit(&task->id, memory_order_acquire) != id)
+		task = NULL;
 	int rc = -TW_ENOTFOUND;
 	struct release_call call = { 0 };
 	if (task) {
 		task_lock(task);
 		if (atomic_load_explicit(&task->id, memory_order_relaxed) == id) {
-			rc = op(e, task, value);
+			rc = op(e, task, value, now_ns);
 			if (rc == 1) { /* ended: release once no run is going */
 				call = task_end_if_idle(e, task, NULL);
 				rc = TW_OK;
@@ -150,7 +167,8 @@ static int with_task(tw_engine *e, tw_id id,
 	return rc;
 }
 
-static int op_set_delay(struct tw_engine *e, struct tw_task *task, uint64_t delay_ms)
+static int op_set_delay(struct tw_engine *e, struct tw_task *task, uint64_t delay_ms,
+			uint64_t now_ns)
 {
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if (!allowed(state, true))
@@ -160,22 +178,23 @@ static int op_set_delay(struct tw_engine *e, struct tw_task *task, uint64_t dela
 		task->delay_pending = true;
 		return TW_OK;
 	}
-	set_due(e, task, engine_due_after_ns(e, delay_ms));
+	set_due(e, task, engine_due_at_ns(e, now_ns, delay_ms));
 	return TW_OK;
 }
 
-static int op_set_period(struct tw_engine *e, struct tw_task *task, uint64_t period_ms)
+static int op_set_period(struct tw_engine *e, struct tw_task *task, uint64_t period_ms,
+			 uint64_t unused)
 {
-	(void)e;
+	(void)e, (void)unused;
 	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), true))
 		return -TW_ESTATE;
 	task_set_period_ms(task, period_ms);
 	return TW_OK;
 }
 
-static int op_pause(struct tw_engine *e, struct tw_task *task, uint64_t unused)
+static int op_pause(struct tw_engine *e, struct tw_task *task, uint64_t unused, uint64_t unused_now)
 {
-	(void)e, (void)unused;
+	(void)e, (void)unused, (void)unused_now;
 	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), false))
 		return -TW_ESTATE;
 	/* The entry stays filed and is dropped when its tick comes. */
@@ -184,7 +203,7 @@ static int op_pause(struct tw_engine *e, struct tw_task *task, uint64_t unused)
 	return TW_OK;
 }
 
-static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused)
+static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused, uint64_t now_ns)
 {
 	(void)unused;
 	if (atomic_load_explicit(&task->state, memory_order_relaxed) != TW_PAUSED)
@@ -197,13 +216,14 @@ static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused)
 			      memory_order_relaxed);
 	atomic_store_explicit(&task->paused_by_failures, false, memory_order_relaxed);
 	atomic_store_explicit(&task->consecutive_failures, 0, memory_order_relaxed);
-	set_due(e, task, engine_due_after_ns(e, delay));
+	set_due(e, task, engine_due_at_ns(e, now_ns, delay));
 	return TW_OK;
 }
 
-static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused)
+static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused,
+		     uint64_t unused_now)
 {
-	(void)unused;
+	(void)unused, (void)unused_now;
 	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), true))
 		return -TW_ESTATE;
 	task_end(&e->api_ends, task, TW_STOPPED);
@@ -215,29 +235,29 @@ int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms)
 {
 	if (e && check_delay(delay_ms))
 		return -TW_ERANGE;
-	return with_task(e, id, op_set_delay, delay_ms);
+	return with_task(e, id, op_set_delay, delay_ms, true);
 }
 
 int tw_set_period(tw_engine *e, tw_id id, uint64_t period_ms)
 {
 	if (e && check_delay(period_ms))
 		return -TW_ERANGE;
-	return with_task(e, id, op_set_period, period_ms);
+	return with_task(e, id, op_set_period, period_ms, false);
 }
 
 int tw_pause(tw_engine *e, tw_id id)
 {
-	return with_task(e, id, op_pause, 0);
+	return with_task(e, id, op_pause, 0, false);
 }
 
 int tw_resume(tw_engine *e, tw_id id)
 {
-	return with_task(e, id, op_resume, 0);
+	return with_task(e, id, op_resume, 0, true);
 }
 
 int tw_cancel(tw_engine *e, tw_id id)
 {
-	return with_task(e, id, op_cancel, 0);
+	return with_task(e, id, op_cancel, 0, false);
 }
 
 int tw_get(tw_engine *e, tw_id id, tw_task_info *out)

@@ -123,15 +123,20 @@ void table_give_back(struct task_table *t, struct tw_task *task)
 	pthread_mutex_unlock(&t->lock);
 }
 
-struct tw_task *table_find(struct task_table *t, tw_id id)
+struct tw_task *table_slot(struct task_table *t, tw_id id)
 {
 	struct task_dir *d = rcu_dereference(t->dir);
 	uint32_t index = id_index(id);
 	if (!id ||
 	    (index >> TABLE_CHUNK_BITS) >= atomic_load_explicit(&d->chunks, memory_order_acquire))
 		return NULL;
-	struct tw_task *task = slot_at(d, index);
-	return atomic_load_explicit(&task->id, memory_order_acquire) == id ? task : NULL;
+	return slot_at(d, index);
+}
+
+struct tw_task *table_find(struct task_table *t, tw_id id)
+{
+	struct tw_task *task = table_slot(t, id);
+	return task && atomic_load_explicit(&task->id, memory_order_acquire) == id ? task : NULL;
 }
 
 /*
