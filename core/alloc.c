@@ -62,7 +62,7 @@ static void make_arena(void)
 	pthread_key_create(&tcache_key, destroy_tcache);
 }
 
-static int flags(void)
+static int flags_aligned(size_t alignment)
 {
 	pthread_once(&arena_once, make_arena);
 	if (!tcache) {
@@ -70,22 +70,35 @@ static int flags(void)
 		size_t size = sizeof index;
 		if (mallctl("tcache.create", &index, &size, NULL, 0) != 0)
 			return MALLOCX_ARENA(arena) | MALLOCX_TCACHE_NONE |
-			       MALLOCX_ALIGN(TW_ALLOC_ALIGN);
+			       MALLOCX_ALIGN(alignment);
 		tcache = index + 1;
 		pthread_setspecific(tcache_key, (void *)(uintptr_t)tcache);
 	}
-	return MALLOCX_ARENA(arena) | MALLOCX_TCACHE(tcache - 1) | MALLOCX_ALIGN(TW_ALLOC_ALIGN);
+	return MALLOCX_ARENA(arena) | MALLOCX_TCACHE(tcache - 1) | MALLOCX_ALIGN(alignment);
 }
 
 void *tw_alloc(size_t size)
 {
-	return mallocx(size, flags());
+	return mallocx(size, flags_aligned(TW_ALLOC_ALIGN));
 }
 
 void tw_free(void *p, size_t size)
 {
 	if (p)
-		sdallocx(p, size, flags());
+		sdallocx(p, size, flags_aligned(TW_ALLOC_ALIGN));
+}
+
+/* jemalloc counts an aligned allocation at its size class, not the padding it
+ * trims off to align it. */
+void *tw_alloc_aligned(size_t size, size_t alignment)
+{
+	return mallocx(size, flags_aligned(alignment));
+}
+
+void tw_free_aligned(void *p, size_t size, size_t alignment)
+{
+	if (p)
+		sdallocx(p, size, flags_aligned(alignment));
 }
 
 uint64_t tw_alloc_bytes(void)
@@ -106,6 +119,24 @@ uint64_t tw_alloc_bytes(void)
 #else
 static _Atomic uint64_t allocated;
 
+/* posix_memalign: aligned_alloc would round a chunk up to its alignment. */
+void *tw_alloc_aligned(size_t size, size_t alignment)
+{
+	void *p;
+	if (posix_memalign(&p, alignment, size) != 0)
+		return NULL;
+	atomic_fetch_add_explicit(&allocated, size, memory_order_relaxed);
+	return p;
+}
+
+void tw_free_aligned(void *p, size_t size, size_t alignment)
+{
+	(void)alignment;
+	if (p)
+		atomic_fetch_sub_explicit(&allocated, size, memory_order_relaxed);
+	free(p);
+}
+
 void *tw_alloc(size_t size)
 {
 	size_t whole = (size + TW_ALLOC_ALIGN - 1) / TW_ALLOC_ALIGN * TW_ALLOC_ALIGN;
@@ -117,9 +148,7 @@ void *tw_alloc(size_t size)
 
 void tw_free(void *p, size_t size)
 {
-	if (p)
-		atomic_fetch_sub_explicit(&allocated, size, memory_order_relaxed);
-	free(p);
+	tw_free_aligned(p, size, TW_ALLOC_ALIGN);
 }
 
 uint64_t tw_alloc_bytes(void)

@@ -145,10 +145,12 @@ static bool pop(struct executor *x, struct firing *f)
 	}
 	*f = x->ring[head & x->mask];
 	atomic_store_explicit(&x->head, head + 1, memory_order_release);
-	if (head + 1 != x->tail_seen) { /* the next run's task: both its lines */
+	if (head + 1 != x->tail_seen) { /* the next run's task: its hot line, its cold lines */
 		struct tw_task *next = x->ring[(head + 1) & x->mask].task;
+		struct task_cold *cold = task_cold(next);
 		__builtin_prefetch(next, 1);
-		__builtin_prefetch(&next->callback, 1);
+		__builtin_prefetch(cold, 1);
+		__builtin_prefetch(&cold->consecutive_failures, 1);
 	}
 	return true;
 }
@@ -167,29 +169,30 @@ static void note_lateness(struct executor *x, uint64_t late_ns)
 /* Lock held: accounts for a run that returned rc after took_ns. Returns the
  * failures in a row if this one paused the task (to be logged once the lock
  * is let go: the log hook is user code), else 0. */
-static uint32_t account(struct executor *x, struct tw_task *task, int rc, uint64_t took_ns)
+static uint32_t account(struct executor *x, struct tw_task *task, struct task_cold *cold, int rc,
+			uint64_t took_ns)
 {
 	struct tw_engine *e = x->engine;
-	atomic_store_explicit(&task->last_run_ns, took_ns, memory_order_relaxed);
-	if (took_ns > atomic_load_explicit(&task->longest_run_ns, memory_order_relaxed))
-		atomic_store_explicit(&task->longest_run_ns, took_ns, memory_order_relaxed);
+	atomic_store_explicit(&cold->last_run_ns, took_ns, memory_order_relaxed);
+	if (took_ns > atomic_load_explicit(&cold->longest_run_ns, memory_order_relaxed))
+		atomic_store_explicit(&cold->longest_run_ns, took_ns, memory_order_relaxed);
 	if (took_ns > e->slow_run_ns) {
-		bump32(&task->slow_runs);
+		bump32(&cold->slow_runs);
 		bump(&x->slow_runs);
 	}
 	if (!rc) {
-		if (atomic_load_explicit(&task->consecutive_failures, memory_order_relaxed))
-			atomic_store_explicit(&task->consecutive_failures, 0, memory_order_relaxed);
+		if (atomic_load_explicit(&cold->consecutive_failures, memory_order_relaxed))
+			atomic_store_explicit(&cold->consecutive_failures, 0, memory_order_relaxed);
 		return 0;
 	}
-	bump32(&task->failures);
+	bump32(&cold->failures);
 	bump(&x->failures);
-	uint32_t row = bump32(&task->consecutive_failures);
+	uint32_t row = bump32(&cold->consecutive_failures);
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if (e->cfg.max_failures && row >= e->cfg.max_failures &&
 	    (state == TW_WAITING || state == TW_RUNNING)) {
 		atomic_store_explicit(&task->state, TW_PAUSED, memory_order_relaxed);
-		atomic_store_explicit(&task->paused_by_failures, true, memory_order_relaxed);
+		task_set_paused_by_failures(task, true);
 		return row;
 	}
 	return 0;
@@ -225,7 +228,7 @@ static bool may_start(struct tw_engine *e, struct tw_task *task, const struct fi
 	if (!atomic_load_explicit(&e->stopping, memory_order_relaxed) &&
 	    (state == TW_WAITING || state == TW_RUNNING))
 		return true;
-	bump(&task->skipped_missed);
+	bump_skips(&task_cold(task)->skipped_missed, 1);
 	add_skipped(task, f->skipped + 1);
 	return false;
 }
@@ -279,12 +282,13 @@ static void run(struct executor *x, const struct firing *f)
 {
 	struct tw_engine *e = x->engine;
 	struct tw_task *task = f->task;
+	struct task_cold *cold = task_cold(task);
 	task_lock(task);
 	bool starts = may_start(e, task, f);
 	tw_fire fire = {
 		.id = atomic_load_explicit(&task->id, memory_order_relaxed),
 		.due_ns = f->due_ns,
-		.run = starts ? bump(&task->runs) : 0,
+		.run = starts ? bump(&cold->runs) : 0,
 		.skipped = f->skipped,
 	};
 	task_unlock(task);
@@ -295,13 +299,13 @@ static void run(struct executor *x, const struct firing *f)
 		uint64_t now = e->cfg.manual_clock ? engine_now_ns(e) : start;
 		note_lateness(x, now > f->due_ns ? now - f->due_ns : 0);
 		bump(&x->runs);
-		rc = task->callback(&fire, task->arg);
+		rc = cold->callback(&fire, cold->arg);
 		took = monotonic_ns() - start;
 	} else {
 		bump(&x->dropped);
 	}
 	task_lock(task);
-	uint32_t paused_after = starts ? account(x, task, rc, took) : 0;
+	uint32_t paused_after = starts ? account(x, task, cold, rc, took) : 0;
 	struct release_call call = run_ended(x, task);
 	task_unlock(task);
 	if (paused_after)
@@ -321,8 +325,9 @@ static void run_releases(struct executor *x)
 	while ((node = cds_wfcq_dequeue_blocking(&x->releases_head, &x->releases_tail))) {
 		struct tw_task *task = caa_container_of(node, struct tw_task, to_release);
 		HANDOVER_ACQUIRE(task);
-		if (task->release)
-			task->release(task->arg);
+		struct task_cold *cold = task_cold(task);
+		if (cold->release)
+			cold->release(cold->arg);
 		task_lock(task);
 		task->release_queued = false;
 		task_mail(x->engine, task);

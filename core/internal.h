@@ -34,37 +34,57 @@ enum task_filing {
 };
 
 /*
- * 192 bytes, cache-line aligned, in three lines by who touches them how often.
+ * A task is 64 + 8 + 80 = 152 bytes in three parts, stored in three arrays
+ * per chunk of the slot table (task.c): a cache-line-aligned hot part, struct
+ * tw_task; its mail link; and a cold part, struct task_cold. The other two
+ * are found from the hot one, and the hot one from its mail link, by address
+ * arithmetic alone (task_cold(), task_mail_link(), task_of_mail_link()).
  *
- * Line 0 is all that the wheel thread reads or writes to cascade, expire and
- * hand out a firing, and all that an application thread reads or writes to
- * look a task up and postpone it: at a million firings a second each firing
- * costs one cache miss there, and a postpone at a random id one. To fit, the
- * period and the delay are kept in 32 bits, or, from 2^32 - 1 ms (49 days)
- * on, in 64 bits on line 2 with WIDE_MS here; the skips since the last run
- * move to line 2 behind a flag. Filed in the wheel, the entry's own due is
- * the tick the task is filed at.
+ * The hot part is all that the wheel thread reads or writes to cascade,
+ * expire and hand out a firing, and all that an application thread reads or
+ * writes to look a task up and postpone it: at a million firings a second
+ * each firing costs one cache miss there, and a postpone at a random id one.
+ * To fit, the period and the delay are kept in 31 bits, or, from 2^31 ms
+ * (24.8 days) on, with WIDE_BIT set and the bits above in the cold part; the
+ * skips since the last run move to the cold part behind a flag. Filed in the
+ * wheel, the entry's own due is the tick the task is filed at.
  *
- * Line 1 is the rest of what an executor touches per run, line 2 what only
- * skips, queries and slot reuse touch.
+ * Why arrays, not 160-byte records: 160 B per task is the target, and a
+ * chunk's allocation adds to it (a partly used last chunk, the directory), so
+ * the task has to be smaller than 160 B; a record of 152 bytes would let the
+ * hot line straddle two cache lines. The hot array keeps every hot line whole
+ * and aligned. The mail link has an array of its own because the wheel thread
+ * goes from a link back to its task for every mail: with 8-byte links that is
+ * a shift, where from inside the cold part it would be a division; the
+ * 80-byte cold part is reached from the hot one with a shift and an add
+ * (80 = 64 + 64 / 4). Each costs 3 to 5 register instructions, no load. The cold part is what an executor touches per run
+ * (first 44 bytes: at most two cache lines, both prefetched), then what only
+ * skips, failures, queries and wide values touch.
+ *
+ * The slot's generation and index are not stored while it is live: the id
+ * holds both. A reaped slot keeps its id in the union, a free one its
+ * generation (task.c).
  */
-enum { WIDE_MS = UINT32_MAX }; /* the period or delay is in its 64-bit field */
+#define WIDE_BIT (UINT32_C(1) << 31) /* the period or delay has bits in the cold part */
 
 struct tw_task {
-	/* line 0: the wheel thread's and the API's fast path */
 	union {                           /* each member serves one phase of the slot's life */
 		struct wheel_entry entry; /* filed in the wheel: wheel thread only */
 		struct cds_wfcq_node to_release; /* queued to an executor to call release */
 		struct {
 			struct rcu_head rcu; /* reaped: waiting for a grace period */
 			struct tw_engine *engine;
+			tw_id id; /* the id it had: its index and generation */
 		} reaped;
-		uint32_t next_free; /* free: list link, slot index + 1 */
+		struct {
+			uint32_t next_free;  /* free: list link, slot index + 1 */
+			uint32_t generation; /* of the slot's last id, 0 = never used */
+		} free;
 	};
 	_Atomic uint64_t id;        /* 0 while the slot is free */
 	_Atomic uint64_t due_ns;    /* ideal next due; 0 = none */
-	_Atomic uint32_t period_ms; /* or WIDE_MS: see period_wide_ms */
-	uint32_t delay_ms;          /* for resuming a one-shot (or WIDE_MS); under lock */
+	_Atomic uint32_t period_ms; /* low 31 bits; WIDE_BIT: see task_period_ms */
+	uint32_t delay_ms;          /* for resuming a one-shot; low 31 bits, WIDE_BIT; under lock */
 	_Atomic uint32_t running;   /* runs dispatched and not yet returned */
 	atomic_flag lock;
 	_Atomic uint8_t state; /* tw_state */
@@ -74,27 +94,106 @@ struct tw_task {
 	bool delay_pending : 1;  /* set_delay while paused */
 	bool release_queued : 1; /* an executor has yet to call release */
 	bool skipped : 1;        /* skipped_since_run is not 0 */
-	bool concurrent;         /* immutable while live */
-	/* line 1: the executors' */
-	tw_callback callback;
-	void *arg;
-	void (*release)(void *arg);
-	struct cds_wfcq_node mail; /* queued to the wheel thread while mailed */
-	_Atomic uint64_t runs, last_run_ns, longest_run_ns;
-	_Atomic uint32_t consecutive_failures;
-	/* line 2: skips, failures, wide values, the slot */
-	_Atomic uint64_t skipped_overlap, skipped_overload, skipped_missed;
-	_Atomic uint64_t period_wide_ms;
-	uint64_t delay_wide_ms; /* under lock */
-	_Atomic uint32_t failures, slow_runs;
-	uint32_t skipped_since_run; /* under lock */
-	uint32_t generation;        /* of this slot; ids carry it */
-	uint32_t index;             /* of this slot in the table */
-	_Atomic bool paused_by_failures;
+	_Atomic uint8_t traits;  /* TRAIT_*, read without the lock by tw_get */
 } __attribute__((aligned(64)));
 
-_Static_assert(offsetof(struct tw_task, callback) == 64, "line 0 is one cache line");
-_Static_assert(sizeof(struct tw_task) == 192, "three cache lines");
+enum {
+	TRAIT_CONCURRENT = 1,         /* immutable while live */
+	TRAIT_PAUSED_BY_FAILURES = 2, /* under lock */
+};
+
+_Static_assert(sizeof(struct tw_task) == 64, "the hot part is one cache line");
+
+/*
+ * The skip counters are 32 bits and saturate at UINT32_MAX (2^32 - 1 skips of
+ * one task for one reason; at a firing a millisecond, 49 days of them): the
+ * 64-bit counters did not fit in 160 bytes. tw_task_info reports them as they
+ * are; the engine-wide counters (tw_stats) are 64 bits and exact.
+ */
+struct task_cold {
+	/* what an executor touches per run */
+	tw_callback callback;
+	void *arg;
+	_Atomic uint64_t runs, last_run_ns, longest_run_ns;
+	_Atomic uint32_t consecutive_failures;
+	/* failures, release, queries, skips, wide values */
+	_Atomic uint32_t failures;
+	void (*release)(void *arg);
+	_Atomic uint32_t slow_runs;
+	_Atomic uint32_t skipped_overlap, skipped_overload, skipped_missed; /* saturating */
+	uint32_t skipped_since_run; /* under lock (saturating) */
+	uint16_t period_hi;         /* period_ms >> 31 while WIDE_BIT; under lock */
+	uint16_t delay_hi;          /* delay_ms >> 31 while WIDE_BIT; under lock */
+};
+
+_Static_assert(sizeof(struct task_cold) == 80, "the cold part is 80 bytes");
+_Static_assert(offsetof(struct task_cold, failures) == 44, "an executor's run: 44 bytes");
+_Static_assert((TW_MAX_DELAY_MS >> 31) <= UINT16_MAX, "wide values fit");
+
+/*
+ * A chunk of the slot table is one allocation of TABLE_CHUNK_ALIGN bytes'
+ * alignment: TABLE_CHUNK_SLOTS hot parts, as many mail links, as many cold
+ * parts. 1077 slots of 152 bytes fill jemalloc's 160 KiB size class (1024
+ * slots of 152 bytes would take 160 KiB too: 160 bytes a task). Slot indexes
+ * keep a power-of-two stride per chunk (TABLE_CHUNK_BITS), so an id is split
+ * with a shift and a mask; the indexes from TABLE_CHUNK_SLOTS to the next
+ * chunk are never used. The alignment (above the chunk's size) lets each part
+ * find its chunk by masking its own address.
+ */
+enum {
+	TABLE_CHUNK_BITS = 11,
+	TABLE_CHUNK_SLOTS = 1077,
+	TABLE_CHUNK_MAIL = TABLE_CHUNK_SLOTS * 64,                   /* offset of the mail links */
+	TABLE_CHUNK_COLD = TABLE_CHUNK_MAIL + TABLE_CHUNK_SLOTS * 8, /* of the cold parts */
+	TABLE_CHUNK_BYTES = TABLE_CHUNK_COLD + TABLE_CHUNK_SLOTS * 80,
+	TABLE_CHUNK_ALIGN = 1 << 18,
+};
+
+_Static_assert(TABLE_CHUNK_SLOTS <= 1 << TABLE_CHUNK_BITS, "a chunk's slots have indexes");
+_Static_assert(TABLE_CHUNK_BYTES <= 160 * 1024, "a chunk fills 160 KiB");
+_Static_assert(TABLE_CHUNK_BYTES <= TABLE_CHUNK_ALIGN, "a chunk is found by masking");
+_Static_assert(sizeof(struct cds_wfcq_node) == 8, "mail links are 8 bytes");
+
+/* Of a hot part: its offset in its chunk, 64 times its slot. */
+static inline uintptr_t task_offset(const struct tw_task *task)
+{
+	return (uintptr_t)task & (TABLE_CHUNK_ALIGN - 1);
+}
+
+/* chunk + TABLE_CHUNK_COLD + slot * 80 = task + TABLE_CHUNK_COLD + slot * 16 */
+static inline struct task_cold *task_cold(const struct tw_task *task)
+{
+	return (struct task_cold *)((uintptr_t)task + TABLE_CHUNK_COLD + (task_offset(task) >> 2));
+}
+
+/* Queued to the wheel thread while the task is mailed. */
+static inline struct cds_wfcq_node *task_mail_link(const struct tw_task *task)
+{
+	uintptr_t offset = task_offset(task);
+	return (struct cds_wfcq_node *)((uintptr_t)task - offset + TABLE_CHUNK_MAIL +
+					(offset >> 3));
+}
+
+static inline struct tw_task *task_of_mail_link(const struct cds_wfcq_node *link)
+{
+	uintptr_t offset = (uintptr_t)link & (TABLE_CHUNK_ALIGN - 1);
+	return (struct tw_task *)((uintptr_t)link - offset + ((offset - TABLE_CHUNK_MAIL) << 3));
+}
+
+static inline bool task_concurrent(const struct tw_task *task)
+{
+	return atomic_load_explicit(&task->traits, memory_order_relaxed) & TRAIT_CONCURRENT;
+}
+
+/* Lock held. */
+static inline void task_set_paused_by_failures(struct tw_task *task, bool paused)
+{
+	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
+	uint8_t want = paused ? traits | TRAIT_PAUSED_BY_FAILURES :
+				traits & (uint8_t)~TRAIT_PAUSED_BY_FAILURES;
+	if (want != traits)
+		atomic_store_explicit(&task->traits, want, memory_order_relaxed);
+}
 
 /*
  * Add to a counter that one thread at a time writes (its owner, or whoever
@@ -120,12 +219,21 @@ static inline uint32_t bump32(_Atomic uint32_t *counter)
 	return n;
 }
 
+/* The same for a skip counter: stops at UINT32_MAX. */
+static inline void bump_skips(_Atomic uint32_t *counter, uint64_t n)
+{
+	uint64_t total = atomic_load_explicit(counter, memory_order_relaxed) + n;
+	atomic_store_explicit(counter, total < UINT32_MAX ? (uint32_t)total : UINT32_MAX,
+			      memory_order_relaxed);
+}
+
 /* Lock held: n more firings skipped since the last run (saturating). */
 static inline void add_skipped(struct tw_task *task, uint64_t n)
 {
-	uint64_t total = task->skipped_since_run + n;
-	task->skipped_since_run = total < UINT32_MAX ? (uint32_t)total : UINT32_MAX;
-	task->skipped = task->skipped_since_run != 0;
+	struct task_cold *cold = task_cold(task);
+	uint64_t total = cold->skipped_since_run + n;
+	cold->skipped_since_run = total < UINT32_MAX ? (uint32_t)total : UINT32_MAX;
+	task->skipped = cold->skipped_since_run != 0;
 }
 
 /* Lock held: the skips a run reports, which it then clears. */
@@ -133,47 +241,64 @@ static inline uint64_t take_skipped(struct tw_task *task)
 {
 	if (!task->skipped)
 		return 0;
-	uint64_t n = task->skipped_since_run;
-	task->skipped_since_run = 0;
+	struct task_cold *cold = task_cold(task);
+	uint64_t n = cold->skipped_since_run;
+	cold->skipped_since_run = 0;
 	task->skipped = false;
 	return n;
 }
 
-/* Readable without the lock: the wide value is stored before WIDE_MS. */
-static inline uint64_t task_period_ms(const struct tw_task *task)
+/* A period or delay of 31 bits or more: WIDE_BIT and its low 31 bits in the
+ * hot part, its bits above in the cold part. */
+static inline uint64_t wide_ms(uint32_t low, uint16_t high)
 {
-	uint32_t ms = atomic_load_explicit(&task->period_ms, memory_order_acquire);
-	return ms != WIDE_MS ? ms :
-			       atomic_load_explicit(&task->period_wide_ms, memory_order_relaxed);
+	return (uint64_t)high << 31 | (low & ~WIDE_BIT);
 }
 
+/* Lock held, or readers of a task that cannot change (tw_get takes the lock
+ * for a wide period: its two halves are only consistent under it). */
+static inline uint64_t task_period_ms(const struct tw_task *task)
+{
+	uint32_t ms = atomic_load_explicit(&task->period_ms, memory_order_relaxed);
+	return ms & WIDE_BIT ? wide_ms(ms, task_cold(task)->period_hi) : ms;
+}
+
+/* Lock held, or the task not yet published. */
 static inline void task_set_period_ms(struct tw_task *task, uint64_t ms)
 {
-	if (ms < WIDE_MS) {
-		atomic_store_explicit(&task->period_ms, (uint32_t)ms, memory_order_relaxed);
-		return;
-	}
-	atomic_store_explicit(&task->period_wide_ms, ms, memory_order_relaxed);
-	atomic_store_explicit(&task->period_ms, WIDE_MS, memory_order_release);
+	if (ms >= WIDE_BIT)
+		task_cold(task)->period_hi = (uint16_t)(ms >> 31);
+	atomic_store_explicit(&task->period_ms,
+			      ms < WIDE_BIT ? (uint32_t)ms : (uint32_t)ms | WIDE_BIT,
+			      memory_order_relaxed);
 }
 
 /* Lock held, both. */
 static inline uint64_t task_delay_ms(const struct tw_task *task)
 {
-	return task->delay_ms != WIDE_MS ? task->delay_ms : task->delay_wide_ms;
+	return task->delay_ms & WIDE_BIT ? wide_ms(task->delay_ms, task_cold(task)->delay_hi) :
+					   task->delay_ms;
 }
 
 static inline void task_set_delay_ms(struct tw_task *task, uint64_t ms)
 {
-	task->delay_ms = ms < WIDE_MS ? (uint32_t)ms : WIDE_MS;
-	if (ms >= WIDE_MS)
-		task->delay_wide_ms = ms;
+	if (ms < WIDE_BIT) {
+		task->delay_ms = (uint32_t)ms;
+		return;
+	}
+	task->delay_ms = (uint32_t)ms | WIDE_BIT;
+	task_cold(task)->delay_hi = (uint16_t)(ms >> 31);
 }
 
 /* Ids: slot index in the low 32 bits, the slot's generation (>= 1) above. */
 static inline uint32_t id_index(tw_id id)
 {
 	return (uint32_t)id;
+}
+
+static inline uint32_t id_generation(tw_id id)
+{
+	return (uint32_t)(id >> 32);
 }
 
 static inline tw_id make_id(uint32_t generation, uint32_t index)
@@ -183,12 +308,10 @@ static inline tw_id make_id(uint32_t generation, uint32_t index)
 
 /* ---- task table: task.c ---- */
 
-enum { TABLE_CHUNK_BITS = 10, TABLE_CHUNK = 1 << TABLE_CHUNK_BITS };
-
 struct task_dir {
 	size_t capacity;                 /* chunk pointers room */
 	_Atomic size_t chunks;           /* published chunks */
-	struct tw_task *_Atomic chunk[]; /* each TABLE_CHUNK tasks */
+	struct tw_task *_Atomic chunk[]; /* each TABLE_CHUNK_SLOTS tasks, then their other parts */
 };
 
 struct task_table {
@@ -200,9 +323,11 @@ struct task_table {
 
 int table_init(struct task_table *t);
 void table_fini(struct task_table *t);
-/* Takes a free slot (lock held inside); NULL when out of memory. */
-struct tw_task *table_take(struct task_table *t, int *error);
-/* Returns a reaped slot for reuse; call after a grace period. */
+/* Takes a free slot (lock held inside) and makes its next id, *id; NULL when
+ * out of memory or ids. */
+struct tw_task *table_take(struct task_table *t, tw_id *id, int *error);
+/* Returns a reaped slot (its id in reaped.id) for reuse; call after a grace
+ * period. */
 void table_give_back(struct task_table *t, struct tw_task *task);
 /* The task with this id, or NULL. Call inside an RCU read-side section. */
 struct tw_task *table_find(struct task_table *t, tw_id id);

@@ -69,44 +69,44 @@ int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 	if (e->cfg.max_tasks && !reserve_live(e))
 		return -TW_ELIMIT;
 	int error = -TW_ENOMEM;
-	struct tw_task *task = table_take(&e->table, &error);
+	tw_id id;
+	struct tw_task *task = table_take(&e->table, &id, &error);
 	if (!task) {
 		if (e->cfg.max_tasks)
 			atomic_fetch_sub_explicit(&e->tasks_added, 1, memory_order_relaxed);
 		return error;
 	}
-	task->generation++;
-	tw_id id = make_id(task->generation, task->index);
+	struct task_cold *cold = task_cold(task);
 	wheel_entry_init(&task->entry);
 	atomic_flag_clear(&task->lock);
 	task->filing = FILED_NONE;
 	task->mailed = false;
 	task->released = false;
 	task->release_queued = false;
-	task->concurrent = spec->flags & TW_CONCURRENT;
+	atomic_store_explicit(&task->traits, spec->flags & TW_CONCURRENT ? TRAIT_CONCURRENT : 0,
+			      memory_order_relaxed);
 	task_set_delay_ms(task, spec->delay_ms);
 	task->delay_pending = false;
-	task->skipped_since_run = 0;
+	cold->skipped_since_run = 0;
 	task->skipped = false;
-	task->callback = spec->callback;
-	task->arg = spec->arg;
-	task->release = spec->release;
+	cold->callback = spec->callback;
+	cold->arg = spec->arg;
+	cold->release = spec->release;
 	atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
-	atomic_store_explicit(&task->paused_by_failures, false, memory_order_relaxed);
 	atomic_store_explicit(&task->running, 0, memory_order_relaxed);
 	atomic_store_explicit(&task->due_ns,
 			      engine_due_at_ns(e, engine_call_now_ns(e), spec->delay_ms),
 			      memory_order_relaxed);
 	task_set_period_ms(task, spec->period_ms);
-	_Atomic uint64_t *counters[] = {
-		&task->runs,           &task->skipped_overlap, &task->skipped_overload,
-		&task->skipped_missed, &task->last_run_ns,     &task->longest_run_ns
-	};
-	for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
-		atomic_store_explicit(counters[i], 0, memory_order_relaxed);
-	atomic_store_explicit(&task->failures, 0, memory_order_relaxed);
-	atomic_store_explicit(&task->slow_runs, 0, memory_order_relaxed);
-	atomic_store_explicit(&task->consecutive_failures, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->runs, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->last_run_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->longest_run_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->consecutive_failures, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->failures, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->slow_runs, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->skipped_overlap, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->skipped_overload, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->skipped_missed, 0, memory_order_relaxed);
 	atomic_store_explicit(&task->id, id, memory_order_release); /* published */
 
 	task_lock(task);
@@ -199,7 +199,7 @@ static int op_pause(struct tw_engine *e, struct tw_task *task, uint64_t unused, 
 		return -TW_ESTATE;
 	/* The entry stays filed and is dropped when its tick comes. */
 	atomic_store_explicit(&task->state, TW_PAUSED, memory_order_relaxed);
-	atomic_store_explicit(&task->paused_by_failures, false, memory_order_relaxed);
+	task_set_paused_by_failures(task, false);
 	return TW_OK;
 }
 
@@ -214,8 +214,8 @@ static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 	bool running = atomic_load_explicit(&task->running, memory_order_relaxed);
 	atomic_store_explicit(&task->state, running ? TW_RUNNING : TW_WAITING,
 			      memory_order_relaxed);
-	atomic_store_explicit(&task->paused_by_failures, false, memory_order_relaxed);
-	atomic_store_explicit(&task->consecutive_failures, 0, memory_order_relaxed);
+	task_set_paused_by_failures(task, false);
+	atomic_store_explicit(&task_cold(task)->consecutive_failures, 0, memory_order_relaxed);
 	set_due(e, task, engine_due_at_ns(e, now_ns, delay));
 	return TW_OK;
 }
@@ -269,32 +269,39 @@ int tw_get(tw_engine *e, tw_id id, tw_task_info *out)
 	read_section_begin();
 	struct tw_task *task = table_find(&e->table, id);
 	if (task) {
+		struct task_cold *cold = task_cold(task);
 		uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+		uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
+		uint64_t period = atomic_load_explicit(&task->period_ms, memory_order_relaxed);
+		if (period & WIDE_BIT) { /* its halves are only consistent under the lock */
+			task_lock(task);
+			period = task_period_ms(task);
+			task_unlock(task);
+		}
 		tw_task_info info = {
 			.state = state,
-			.period_ms = task_period_ms(task),
+			.period_ms = period,
 			.next_due_ns =
 				state == TW_WAITING || state == TW_RUNNING ?
 					atomic_load_explicit(&task->due_ns, memory_order_relaxed) :
 					0,
-			.runs = atomic_load_explicit(&task->runs, memory_order_relaxed),
-			.failures = atomic_load_explicit(&task->failures, memory_order_relaxed),
-			.consecutive_failures = atomic_load_explicit(&task->consecutive_failures,
+			.runs = atomic_load_explicit(&cold->runs, memory_order_relaxed),
+			.failures = atomic_load_explicit(&cold->failures, memory_order_relaxed),
+			.consecutive_failures = atomic_load_explicit(&cold->consecutive_failures,
 								     memory_order_relaxed),
-			.slow_runs = atomic_load_explicit(&task->slow_runs, memory_order_relaxed),
+			.slow_runs = atomic_load_explicit(&cold->slow_runs, memory_order_relaxed),
 			.skipped_overlap =
-				atomic_load_explicit(&task->skipped_overlap, memory_order_relaxed),
+				atomic_load_explicit(&cold->skipped_overlap, memory_order_relaxed),
 			.skipped_overload =
-				atomic_load_explicit(&task->skipped_overload, memory_order_relaxed),
+				atomic_load_explicit(&cold->skipped_overload, memory_order_relaxed),
 			.skipped_missed =
-				atomic_load_explicit(&task->skipped_missed, memory_order_relaxed),
+				atomic_load_explicit(&cold->skipped_missed, memory_order_relaxed),
 			.last_run_ns =
-				atomic_load_explicit(&task->last_run_ns, memory_order_relaxed),
+				atomic_load_explicit(&cold->last_run_ns, memory_order_relaxed),
 			.longest_run_ns =
-				atomic_load_explicit(&task->longest_run_ns, memory_order_relaxed),
-			.paused_by_failures = atomic_load_explicit(&task->paused_by_failures,
-								   memory_order_relaxed),
-			.concurrent = task->concurrent,
+				atomic_load_explicit(&cold->longest_run_ns, memory_order_relaxed),
+			.paused_by_failures = traits & TRAIT_PAUSED_BY_FAILURES,
+			.concurrent = traits & TRAIT_CONCURRENT,
 			.running = atomic_load_explicit(&task->running, memory_order_relaxed),
 		};
 		/* The slot cannot be reused inside this section; an id that changed

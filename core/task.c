@@ -4,11 +4,16 @@
  * Tasks are stored in a generation-checked slot table: an id is the slot
  * index plus the slot's generation, so a lookup is one memory access to the
  * task itself (rculfhash costs 200-360 ns per random lookup at 1 M entries
- * here; one cache miss costs 80-100 ns). Slots come in chunks of 1024 that
- * are never moved or freed before the engine is; only the directory of
- * chunks grows, published through RCU. A slot is reused, with the next
- * generation, only after a grace period following its reaping, so a reader
- * that matched the id inside a read-side section never sees another task.
+ * here; one cache miss costs 80-100 ns). Slots come in chunks of 1077 (their
+ * hot parts, then their cold parts: internal.h) that are never moved or freed
+ * before the engine is; only the directory of chunks grows, published through
+ * RCU. A slot is reused, with the next generation, only after a grace period
+ * following its reaping, so a reader that matched the id inside a read-side
+ * section never sees another task.
+ *
+ * A live slot's index and generation are in its id; a reaped one keeps its
+ * id in reaped.id until it is given back, a free one its generation in
+ * free.generation until it is taken.
  */
 #include "alloc.h"
 #include "internal.h"
@@ -48,7 +53,8 @@ void table_fini(struct task_table *t)
 {
 	size_t chunks = atomic_load(&t->dir->chunks);
 	for (size_t i = 0; i < chunks; i++)
-		tw_free(atomic_load(&t->dir->chunk[i]), TABLE_CHUNK * sizeof(struct tw_task));
+		tw_free_aligned(atomic_load(&t->dir->chunk[i]), TABLE_CHUNK_BYTES,
+				TABLE_CHUNK_ALIGN);
 	dir_free(t->dir);
 	pthread_mutex_destroy(&t->lock);
 }
@@ -60,14 +66,14 @@ static int grow(struct task_table *t)
 	size_t chunks = atomic_load_explicit(&d->chunks, memory_order_relaxed);
 	if (chunks == (UINT32_MAX >> TABLE_CHUNK_BITS))
 		return -TW_ELIMIT;
-	struct tw_task *chunk = tw_alloc(TABLE_CHUNK * sizeof *chunk);
+	struct tw_task *chunk = tw_alloc_aligned(TABLE_CHUNK_BYTES, TABLE_CHUNK_ALIGN);
 	if (!chunk)
 		return -TW_ENOMEM;
-	memset(chunk, 0, TABLE_CHUNK * sizeof *chunk);
+	memset(chunk, 0, TABLE_CHUNK_BYTES);
 	if (chunks == d->capacity) {
 		struct task_dir *bigger = dir_new(d->capacity * 2);
 		if (!bigger) {
-			tw_free(chunk, TABLE_CHUNK * sizeof *chunk);
+			tw_free_aligned(chunk, TABLE_CHUNK_BYTES, TABLE_CHUNK_ALIGN);
 			return -TW_ENOMEM;
 		}
 		for (size_t i = 0; i < chunks; i++)
@@ -88,23 +94,27 @@ static struct tw_task *slot_at(struct task_dir *d, uint32_t index)
 {
 	struct tw_task *chunk =
 		atomic_load_explicit(&d->chunk[index >> TABLE_CHUNK_BITS], memory_order_acquire);
-	return &chunk[index & (TABLE_CHUNK - 1)];
+	return &chunk[index & ((1u << TABLE_CHUNK_BITS) - 1)];
 }
 
-struct tw_task *table_take(struct task_table *t, int *error)
+struct tw_task *table_take(struct task_table *t, tw_id *id, int *error)
 {
 	struct tw_task *task = NULL;
 	pthread_mutex_lock(&t->lock);
 	if (t->free_head) {
-		task = slot_at(t->dir, t->free_head - 1);
-		t->free_head = task->next_free;
+		uint32_t index = t->free_head - 1;
+		task = slot_at(t->dir, index);
+		t->free_head = task->free.next_free;
+		*id = make_id(task->free.generation + 1, index);
 	} else {
-		size_t room =
-			atomic_load_explicit(&t->dir->chunks, memory_order_relaxed) * TABLE_CHUNK;
+		size_t room = atomic_load_explicit(&t->dir->chunks, memory_order_relaxed) *
+			      TABLE_CHUNK_SLOTS;
 		if (t->used == room && (*error = grow(t)) != TW_OK)
 			goto out;
-		task = slot_at(t->dir, t->used);
-		task->index = t->used;
+		uint32_t index = t->used / TABLE_CHUNK_SLOTS << TABLE_CHUNK_BITS |
+				 t->used % TABLE_CHUNK_SLOTS;
+		task = slot_at(t->dir, index);
+		*id = make_id(1, index);
 		t->used++;
 	}
 out:
@@ -114,11 +124,13 @@ out:
 
 void table_give_back(struct task_table *t, struct tw_task *task)
 {
+	tw_id id = task->reaped.id;
 	pthread_mutex_lock(&t->lock);
 	/* A slot whose generations ran out is retired, so ids are never reused. */
-	if (task->generation != UINT32_MAX) {
-		task->next_free = t->free_head;
-		t->free_head = task->index + 1;
+	if (id_generation(id) != UINT32_MAX) {
+		task->free.next_free = t->free_head;
+		task->free.generation = id_generation(id);
+		t->free_head = id_index(id) + 1;
 	}
 	pthread_mutex_unlock(&t->lock);
 }
@@ -128,7 +140,8 @@ struct tw_task *table_slot(struct task_table *t, tw_id id)
 	struct task_dir *d = rcu_dereference(t->dir);
 	uint32_t index = id_index(id);
 	if (!id ||
-	    (index >> TABLE_CHUNK_BITS) >= atomic_load_explicit(&d->chunks, memory_order_acquire))
+	    (index >> TABLE_CHUNK_BITS) >= atomic_load_explicit(&d->chunks, memory_order_acquire) ||
+	    (index & ((1u << TABLE_CHUNK_BITS) - 1)) >= TABLE_CHUNK_SLOTS)
 		return NULL;
 	return slot_at(d, index);
 }
@@ -155,7 +168,7 @@ void table_for_each(struct task_table *t, void (*fn)(struct tw_task *, void *), 
 		read_section_end();
 		if (!chunk)
 			return;
-		for (size_t j = 0; j < TABLE_CHUNK; j++)
+		for (size_t j = 0; j < TABLE_CHUNK_SLOTS; j++)
 			fn(&chunk[j], ctx);
 	}
 }
@@ -197,8 +210,9 @@ struct release_call task_end_if_idle(struct tw_engine *e, struct tw_task *task, 
 	if (task->released || atomic_load(&task->running))
 		return call;
 	task->released = true;
-	call.fn = task->release;
-	call.arg = task->arg;
+	struct task_cold *cold = task_cold(task);
+	call.fn = cold->release;
+	call.arg = cold->arg;
 	/* the wheel thread keeps it queryable, then reaps it */
 	if (x)
 		executor_mail_ended(x, task);

@@ -29,7 +29,7 @@ static struct tw_task *task_of_entry(struct wheel_entry *entry)
 
 static struct tw_task *task_of_mail(struct cds_wfcq_node *node)
 {
-	return (struct tw_task *)((char *)node - offsetof(struct tw_task, mail));
+	return task_of_mail_link(node);
 }
 
 void engine_wake(struct tw_engine *e)
@@ -44,9 +44,10 @@ void task_mail(struct tw_engine *e, struct tw_task *task)
 	if (task->mailed)
 		return;
 	task->mailed = true;
-	cds_wfcq_node_init(&task->mail);
+	struct cds_wfcq_node *mail = task_mail_link(task);
+	cds_wfcq_node_init(mail);
 	HANDOVER_RELEASE(task);
-	if (!cds_wfcq_enqueue(&e->mail_head, &e->mail_tail, &task->mail))
+	if (!cds_wfcq_enqueue(&e->mail_head, &e->mail_tail, mail))
 		engine_wake(e);
 }
 
@@ -149,9 +150,9 @@ static struct executor *home_executor(struct tw_engine *e, struct tw_task *task)
 
 /* Serial tasks keep to one executor; concurrent ones take turns on all, so
  * that their runs can overlap. */
-static struct executor *executor_for(struct tw_engine *e, struct tw_task *task)
+static struct executor *executor_for(struct tw_engine *e, struct tw_task *task, bool concurrent)
 {
-	if (!task->concurrent)
+	if (!concurrent)
 		return home_executor(e, task);
 	return &e->executors[e->next_executor++ % e->executor_count];
 }
@@ -159,17 +160,18 @@ static struct executor *executor_for(struct tw_engine *e, struct tw_task *task)
 /* Lock held. Queues a firing; says whether it will run. */
 static bool dispatch(struct tw_engine *e, struct tw_task *task, uint64_t due_ns)
 {
-	if (!task->concurrent && atomic_load_explicit(&task->running, memory_order_relaxed)) {
-		bump(&task->skipped_overlap);
+	bool concurrent = task_concurrent(task);
+	if (!concurrent && atomic_load_explicit(&task->running, memory_order_relaxed)) {
+		bump_skips(&task_cold(task)->skipped_overlap, 1);
 		bump(&e->skipped_overlap);
 		add_skipped(task, 1);
 		return false;
 	}
 	struct firing f = { .task = task,
 			    .due_ns = due_ns,
-			    .skipped = task->skipped ? task->skipped_since_run : 0 };
-	if (!executor_push(executor_for(e, task), &f)) {
-		bump(&task->skipped_overload);
+			    .skipped = task->skipped ? task_cold(task)->skipped_since_run : 0 };
+	if (!executor_push(executor_for(e, task, concurrent), &f)) {
+		bump_skips(&task_cold(task)->skipped_overload, 1);
 		bump(&e->skipped_overload);
 		add_skipped(task, 1);
 		return false;
@@ -203,7 +205,7 @@ static void fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 	if (period && target_ns - due >= period) {
 		uint64_t missed = (target_ns - due) / period;
 		due += missed * period;
-		bump_by(&task->skipped_missed, missed);
+		bump_skips(&task_cold(task)->skipped_missed, missed);
 		bump_by(&e->skipped_missed, missed);
 		add_skipped(task, missed);
 	}
@@ -232,6 +234,7 @@ static void hand_out(struct tw_engine *e, struct tw_task *task, uint64_t target)
 	if (filing == FILED_REAP) {
 		/* Retention is over: the id stops answering, and the slot is
 		 * reused once no reader can still be looking at it. */
+		task->reaped.id = atomic_load_explicit(&task->id, memory_order_relaxed);
 		atomic_store_explicit(&task->id, 0, memory_order_release);
 		task->reaped.engine = e;
 		task_unlock(task);

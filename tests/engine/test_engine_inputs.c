@@ -220,6 +220,66 @@ Test(inputs, huge_period_on_resume_never_fires_early)
 	assert_no_leaks();
 }
 
+/* Periods and delays from 2^31 ms on keep their upper bits out of the task's
+ * first cache line: every value reads back exactly, around each boundary. */
+static const uint64_t wide_values[] = { (UINT64_C(1) << 31) - 1,
+					UINT64_C(1) << 31,
+					(UINT64_C(1) << 31) + 12345,
+					UINT32_MAX - UINT64_C(1),
+					UINT32_MAX,
+					UINT64_C(1) << 32,
+					(UINT64_C(1) << 42) + (UINT64_C(1) << 31) - 1,
+					TW_MAX_DELAY_MS - 1,
+					TW_MAX_DELAY_MS };
+
+Test(inputs, wide_periods_read_back_exactly)
+{
+	tw_engine *e = manual_engine(1);
+	struct counts c = { 0 };
+	for (size_t i = 0; i < sizeof wide_values / sizeof wide_values[0]; i++) {
+		uint64_t period = wide_values[i];
+		tw_task_spec spec = spec_of(period, period, count_callback, &c);
+		tw_id id = add_spec(e, &spec);
+		cr_assert_eq(info_of(e, id).period_ms, period);
+		for (size_t j = 0; j < sizeof wide_values / sizeof wide_values[0]; j++) {
+			cr_assert_eq(tw_set_period(e, id, wide_values[j]), TW_OK);
+			cr_assert_eq(info_of(e, id).period_ms, wide_values[j]);
+		}
+		cr_assert_eq(tw_set_period(e, id, 5), TW_OK);
+		cr_assert_eq(info_of(e, id).period_ms, 5);
+	}
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
+
+/* A wide delay set while paused, on a task with a wide period: resuming uses
+ * the delay, exactly, and keeps the period. */
+Test(inputs, wide_delay_and_period_on_resume)
+{
+	for (size_t i = 0; i < sizeof wide_values / sizeof wide_values[0]; i++) {
+		uint64_t delay = wide_values[i];
+		uint64_t period = wide_values[sizeof wide_values / sizeof wide_values[0] - 1 - i];
+		tw_engine *e = manual_engine(1);
+		struct counts c = { 0 };
+		tw_id id = add_counted(e, &c, 1, period);
+		cr_assert_eq(tw_pause(e, id), TW_OK);
+		cr_assert_eq(tw_set_delay(e, id, delay), TW_OK);
+		uint64_t now = manual_now(e);
+		cr_assert_eq(tw_resume(e, id), TW_OK);
+		tw_task_info info = info_of(e, id);
+		cr_assert_eq(info.period_ms, period);
+		cr_assert_eq(info.next_due_ns, now + delay * NS_PER_MS, "delay %" PRIu64 " ms",
+			     delay);
+		/* and a one-shot resumes after its own delay */
+		tw_id once = add_counted(e, &c, delay, 0);
+		cr_assert_eq(tw_pause(e, once), TW_OK);
+		cr_assert_eq(tw_resume(e, once), TW_OK);
+		cr_assert_eq(info_of(e, once).next_due_ns, now + delay * NS_PER_MS);
+		tw_engine_destroy(e);
+	}
+	assert_no_leaks();
+}
+
 /* The manual clock cannot be advanced past the end of time: an advance that
  * would overflow is refused, or at least a delay of 100 s still means 100 s. */
 Test(inputs, manual_clock_does_not_wrap_around)
