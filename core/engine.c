@@ -234,10 +234,10 @@ static bool wait_runs(struct tw_engine *e, uint64_t deadline_ns)
 	return drained;
 }
 
-int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms)
+/* The part of a stop that does not wait: no firing and no new operation
+ * after it, and every task ended. -TW_ESHUTDOWN if a stop came first. */
+static int stop_firing(struct tw_engine *e)
 {
-	if (!e)
-		return -TW_EINVAL;
 	if (atomic_exchange(&e->stopping, true))
 		return -TW_ESHUTDOWN;
 	rcu_ensure_registered();
@@ -247,6 +247,16 @@ int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms)
 	pthread_cond_broadcast(&e->cond);
 	pthread_mutex_unlock(&e->lock);
 	table_for_each(&e->table, stop_task, e);
+	return TW_OK;
+}
+
+int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms)
+{
+	if (!e)
+		return -TW_EINVAL;
+	int rc = stop_firing(e);
+	if (rc != TW_OK)
+		return rc;
 	if (engine_on_executor(e))
 		return TW_OK; /* a callback cannot wait for itself to return */
 	uint64_t limit = drain_timeout_ms < TW_MAX_DELAY_MS ? drain_timeout_ms : TW_MAX_DELAY_MS;
@@ -265,7 +275,7 @@ void tw_engine_destroy(tw_engine *e)
 		engine_log(e, TW_LOG_ERROR, "tw_engine_destroy called from a callback: ignored");
 		return;
 	}
-	tw_engine_stop(e, 0);
+	stop_firing(e);  /* -TW_ESHUTDOWN: the user stopped it already */
 	wait_runs(e, 0); /* never free what a running callback uses */
 	free_engine(e);
 }
