@@ -91,8 +91,10 @@ typedef struct {
 	tw_state state;
 	uint64_t period_ms, next_due_ns; /* next_due_ns: 0 when nothing is due */
 	uint64_t runs, failures, consecutive_failures, slow_runs;
-	uint64_t skipped_overlap, skipped_overload, skipped_missed; /* skips by reason */
-	uint64_t last_run_ns, longest_run_ns;                       /* durations of runs */
+	/* Skips by reason; a task's own counts stop at 2^32 - 1 (the engine's
+	 * totals in tw_engine_stats do not). */
+	uint64_t skipped_overlap, skipped_overload, skipped_missed;
+	uint64_t last_run_ns, longest_run_ns; /* durations of runs */
 	bool paused_by_failures;
 	bool concurrent;
 	uint32_t running; /* runs in progress */
