@@ -3,12 +3,6 @@
  * alloc/free pair here, one with a per-thread explicit tcache 12-19 ns, so
  * each thread gets its own tcache on first use; it is flushed and destroyed
  * when the thread exits.
- *
- * The arena asks for transparent huge pages (madvise(MADV_HUGEPAGE) on the
- * memory it maps; it matters where the system's THP mode is "madvise", as on
- * Debian). With a million tasks, every operation on a random one otherwise
- * also misses the TLB: bench-engine ops measured tw_get of a random task at
- * 146-174 ns with 4 KiB pages and 84-86 ns with huge pages.
  */
 #include "alloc.h"
 
@@ -19,11 +13,8 @@
 #include <jemalloc/jemalloc.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <sys/mman.h>
 
 static unsigned arena;
-static extent_hooks_t *default_hooks;
-static extent_hooks_t huge_page_hooks;
 static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
 static pthread_key_t tcache_key;
 static _Thread_local unsigned tcache; /* 0 = none yet; else index + 1 */
@@ -34,30 +25,10 @@ static void destroy_tcache(void *index_plus_one)
 	mallctl("tcache.destroy", NULL, NULL, &index, sizeof index);
 }
 
-/* jemalloc's own mapping, then the advice; a refusal (no THP) changes nothing. */
-static void *map_huge(extent_hooks_t *hooks, void *addr, size_t size, size_t alignment, bool *zero,
-		      bool *commit, unsigned arena_index)
-{
-	(void)hooks;
-	void *p = default_hooks->alloc(default_hooks, addr, size, alignment, zero, commit,
-				       arena_index);
-	if (p)
-		madvise(p, size, MADV_HUGEPAGE);
-	return p;
-}
-
 static void make_arena(void)
 {
-	size_t size = sizeof default_hooks;
-	extent_hooks_t *hooks = NULL, **hooks_in = NULL;
-	if (mallctl("arena.0.extent_hooks", &default_hooks, &size, NULL, 0) == 0) {
-		huge_page_hooks = *default_hooks;
-		huge_page_hooks.alloc = map_huge;
-		hooks = &huge_page_hooks;
-		hooks_in = &hooks;
-	}
-	size = sizeof arena;
-	if (mallctl("arenas.create", &arena, &size, hooks_in, hooks_in ? sizeof hooks : 0) != 0)
+	size_t size = sizeof arena;
+	if (mallctl("arenas.create", &arena, &size, NULL, 0) != 0)
 		abort(); /* jemalloc is out of arenas or memory at start-up */
 	pthread_key_create(&tcache_key, destroy_tcache);
 }
