@@ -141,11 +141,12 @@ static void give_back(struct rcu_head *head)
 	table_give_back(&task->reaped.engine->table, task);
 }
 
-/* The executor of a serial task's runs and of any task's release call. */
+/* The executor of a serial task's runs and of any task's release call; its
+ * neighbours in the table go to the same one (see TASKS_PER_EXECUTOR_BLOCK). */
 static struct executor *home_executor(struct tw_engine *e, struct tw_task *task)
 {
 	uint32_t index = id_index(atomic_load_explicit(&task->id, memory_order_relaxed));
-	return &e->executors[index % e->executor_count];
+	return &e->executors[index / TASKS_PER_EXECUTOR_BLOCK % e->executor_count];
 }
 
 /* Serial tasks keep to one executor; concurrent ones take turns on all, so
