@@ -301,6 +301,9 @@ static void run(struct executor *x, const struct firing *f)
 		bump(&x->runs);
 		rc = cold->callback(&fire, cold->arg);
 		took = monotonic_ns() - start;
+		uint64_t average = atomic_load_explicit(&x->run_ns_average, memory_order_relaxed);
+		atomic_store_explicit(&x->run_ns_average, average - average / 16 + took / 16,
+				      memory_order_relaxed);
 	} else {
 		bump(&x->dropped);
 	}

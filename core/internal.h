@@ -141,10 +141,10 @@ _Static_assert((TW_MAX_DELAY_MS >> 31) <= UINT16_MAX, "wide values fit");
  * find its chunk by masking its own address.
  *
  * Neighbours share cache lines in the mail and cold arrays (8 links, or 4
- * cold parts in 5 lines), so the cold parts start on a line and a serial
- * task's runs go to an executor by blocks of TASKS_PER_EXECUTOR_BLOCK
- * neighbours: otherwise each run would write lines that the other executors
- * write too (bench-engine heartbeats: p99 lateness 0.5-0.7 ms before the
+ * cold parts in 5 lines), so the cold parts start on a line and tasks get
+ * their home executor (which runs them when every executor is full) by
+ * blocks of TASKS_PER_EXECUTOR_BLOCK neighbours: otherwise each run would
+ * write lines that the other executors write too (bench-engine heartbeats: p99 lateness 0.5-0.7 ms before the
  * split, 0.7-2.0 ms after it, with lateness spikes to 12-21 ms).
  */
 enum {
@@ -382,12 +382,14 @@ struct executor {
 	_Atomic uint64_t tail __attribute__((aligned(64)));
 	_Atomic uint64_t handed; /* firings and release calls handed over, ever */
 	uint64_t head_seen;      /* head when last read: the ring has room up to it */
+	uint64_t room;           /* serial firings it may still take this round */
 	bool kick;               /* got firings since the last kick */
 	/* this executor's */
 	_Atomic uint64_t head __attribute__((aligned(64)));
 	_Atomic uint64_t done; /* of the handed, those finished */
 	uint64_t tail_seen;    /* tail when last read: firings up to it are there */
 	_Atomic uint64_t runs, failures, slow_runs, dropped;
+	_Atomic uint64_t run_ns_average; /* of its callbacks, moving (1/16 per run) */
 	struct end_counts ends;
 	_Atomic uint64_t lateness_max_ns;
 	_Atomic uint64_t lateness[TW_LATENESS_BUCKETS];
@@ -428,6 +430,7 @@ struct tw_engine {
 	/* wheel thread only */
 	struct wheel wheel __attribute__((aligned(64)));
 	unsigned next_executor; /* turns for concurrent tasks */
+	unsigned filling;       /* the first executor with room this round */
 	struct task_table table __attribute__((aligned(64)));
 	pthread_t wheel_thread;
 	bool wheel_thread_started;
