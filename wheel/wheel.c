@@ -511,7 +511,7 @@ static void work_level(struct wheel *w, unsigned level, uint64_t t)
 		move_down(w, 1, s, start + width, share);
 	else
 		move_down(w, level, s, start + width, share);
-	left = s->head.next == &s->head ? 0 : s->count;
+	left = wheel_slot_empty_(s) ? 0 : s->count;
 	if (level > 1 && share) /* the first window below starts moving at our deadline */
 		w->level_due[level - 1] = min_u64(w->level_due[level - 1], deadline);
 	if (!left) {
@@ -596,8 +596,8 @@ static inline struct wheel_slot *advance(struct wheel *w, uint64_t target)
 			jump_empty(w, target);
 		else
 			step(w, target);
-		struct wheel_slot *s = slot_for(w, 0, w->now);
-		if (s->head.next != &s->head)
+		struct wheel_slot *s = wheel_now_slot_(w);
+		if (!wheel_slot_empty_(s))
 			return s;
 	}
 }
@@ -690,8 +690,7 @@ uint64_t wheel_next_expiry(const struct wheel *w)
 	uint64_t now = w->now;
 	if (!w->count)
 		return UINT64_MAX;
-	const struct wheel_slot *here = slot_for(w, 0, now);
-	if (here->head.next != &here->head)
+	if (!wheel_slot_empty_(wheel_now_slot_(w)))
 		return now;
 	uint64_t first = next_occupied_tick(w);
 	for (unsigned level = 1; level < TOP; level++) {

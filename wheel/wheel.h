@@ -124,6 +124,18 @@ void wheel_remove(struct wheel *w, struct wheel_entry *e);
 /* Moves e, pending or not, to tick due; it then counts as last added. */
 void wheel_reschedule(struct wheel *w, struct wheel_entry *e, uint64_t due);
 
+/* Private to the inline functions here and to wheel.c: the slot of the
+ * current tick, and whether a slot's list is empty (level 0 counts nothing). */
+static inline struct wheel_slot *wheel_now_slot_(const struct wheel *w)
+{
+	return (struct wheel_slot *)&w->slot[w->now & ((1u << WHEEL_LEVEL0_BITS) - 1)];
+}
+
+static inline bool wheel_slot_empty_(const struct wheel_slot *s)
+{
+	return s->head.next == &s->head;
+}
+
 /* Private to wheel_expire() and wheel.c: takes out the head of s, the slot
  * of the current tick. Its occupancy bit stays set when it empties: wheel.c
  * clears it once time leaves the tick. */
@@ -151,8 +163,8 @@ struct wheel_entry *wheel_expire_later_(struct wheel *w, uint64_t target);
  */
 static inline struct wheel_entry *wheel_expire(struct wheel *w, uint64_t target)
 {
-	struct wheel_slot *s = &w->slot[w->now & ((1u << WHEEL_LEVEL0_BITS) - 1)];
-	if (s->head.next == &s->head)
+	struct wheel_slot *s = wheel_now_slot_(w);
+	if (wheel_slot_empty_(s))
 		return wheel_expire_later_(w, target);
 	return wheel_hand_out_(w, s);
 }
@@ -164,7 +176,7 @@ static inline struct wheel_entry *wheel_expire(struct wheel *w, uint64_t target)
  */
 static inline void wheel_prefetch(const struct wheel *w)
 {
-	const struct wheel_slot *s = &w->slot[w->now & ((1u << WHEEL_LEVEL0_BITS) - 1)];
+	const struct wheel_slot *s = wheel_now_slot_(w);
 	const struct wheel_link *second = s->head.next->next;
 	if (second != &s->head)
 		__builtin_prefetch(second, 1);
