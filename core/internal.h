@@ -230,20 +230,26 @@ static inline uint32_t bump32(_Atomic uint32_t *counter)
 	return n;
 }
 
-/* The same for a skip counter: stops at UINT32_MAX. */
-static inline void bump_skips(_Atomic uint32_t *counter, uint64_t n)
+/* A 32-bit count plus n, stopping at UINT32_MAX. */
+static inline uint32_t add_saturating(uint32_t count, uint64_t n)
 {
-	uint64_t total = atomic_load_explicit(counter, memory_order_relaxed) + n;
-	atomic_store_explicit(counter, total < UINT32_MAX ? (uint32_t)total : UINT32_MAX,
-			      memory_order_relaxed);
+	uint64_t total = count + n;
+	return total < UINT32_MAX ? (uint32_t)total : UINT32_MAX;
 }
 
-/* Lock held: n more firings skipped since the last run (saturating). */
+/* bump_by for a task's skip counter, which stops at UINT32_MAX. */
+static inline void bump_skips(_Atomic uint32_t *counter, uint64_t n)
+{
+	atomic_store_explicit(
+		counter, add_saturating(atomic_load_explicit(counter, memory_order_relaxed), n),
+		memory_order_relaxed);
+}
+
+/* Lock held: n more firings skipped since the last run. */
 static inline void add_skipped(struct tw_task *task, uint64_t n)
 {
 	struct task_cold *cold = task_cold(task);
-	uint64_t total = cold->skipped_since_run + n;
-	cold->skipped_since_run = total < UINT32_MAX ? (uint32_t)total : UINT32_MAX;
+	cold->skipped_since_run = add_saturating(cold->skipped_since_run, n);
 	task->skipped = cold->skipped_since_run != 0;
 }
 

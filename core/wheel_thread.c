@@ -27,11 +27,6 @@ static struct tw_task *task_of_entry(struct wheel_entry *entry)
 	return (struct tw_task *)((char *)entry - offsetof(struct tw_task, entry));
 }
 
-static struct tw_task *task_of_mail(struct cds_wfcq_node *node)
-{
-	return task_of_mail_link(node);
-}
-
 void engine_wake(struct tw_engine *e)
 {
 	uint64_t one = 1;
@@ -127,7 +122,7 @@ static void read_mail(struct tw_engine *e, uint64_t target)
 	    CDS_WFCQ_RET_SRC_EMPTY)
 		return;
 	__cds_wfcq_for_each_blocking_safe (&head, &tail, node, next) {
-		struct tw_task *task = task_of_mail(node);
+		struct tw_task *task = task_of_mail_link(node);
 		HANDOVER_ACQUIRE(task);
 		take_mail(task, &taking);
 	}
@@ -196,23 +191,29 @@ static struct executor *executor_for(struct tw_engine *e, struct tw_task *task, 
 	return home_executor(e, task);
 }
 
+/* Lock held, wheel thread: n firings of the task skipped for one reason,
+ * counted for the task, for the engine and for the task's next run. */
+static void skip(struct tw_task *task, _Atomic uint32_t *task_count, _Atomic uint64_t *engine_count,
+		 uint64_t n)
+{
+	bump_skips(task_count, n);
+	bump_by(engine_count, n);
+	add_skipped(task, n);
+}
+
 /* Lock held. Queues a firing; says whether it will run. */
 static bool dispatch(struct tw_engine *e, struct tw_task *task, uint64_t due_ns)
 {
 	bool concurrent = task_concurrent(task);
 	if (!concurrent && atomic_load_explicit(&task->running, memory_order_relaxed)) {
-		bump_skips(&task_cold(task)->skipped_overlap, 1);
-		bump(&e->skipped_overlap);
-		add_skipped(task, 1);
+		skip(task, &task_cold(task)->skipped_overlap, &e->skipped_overlap, 1);
 		return false;
 	}
 	struct firing f = { .task = task,
 			    .due_ns = due_ns,
 			    .skipped = task->skipped ? task_cold(task)->skipped_since_run : 0 };
 	if (!executor_push(executor_for(e, task, concurrent), &f)) {
-		bump_skips(&task_cold(task)->skipped_overload, 1);
-		bump(&e->skipped_overload);
-		add_skipped(task, 1);
+		skip(task, &task_cold(task)->skipped_overload, &e->skipped_overload, 1);
 		return false;
 	}
 	/* The lock is held: the executor counts the run's end only after this. */
@@ -244,9 +245,7 @@ static void fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 	if (period && target_ns - due >= period) {
 		uint64_t missed = (target_ns - due) / period;
 		due += missed * period;
-		bump_skips(&task_cold(task)->skipped_missed, missed);
-		bump_by(&e->skipped_missed, missed);
-		add_skipped(task, missed);
+		skip(task, &task_cold(task)->skipped_missed, &e->skipped_missed, missed);
 	}
 	bool runs = dispatch(e, task, due);
 	if (period) {
