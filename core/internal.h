@@ -388,7 +388,6 @@ struct executor {
 	_Atomic uint64_t tail __attribute__((aligned(64)));
 	_Atomic uint64_t handed; /* firings and release calls handed over, ever */
 	uint64_t head_seen;      /* head when last read: the ring has room up to it */
-	uint64_t room;           /* serial firings it may still take this round */
 	bool kick;               /* got firings since the last kick */
 	/* this executor's */
 	_Atomic uint64_t head __attribute__((aligned(64)));
@@ -436,7 +435,8 @@ struct tw_engine {
 	/* wheel thread only */
 	struct wheel wheel __attribute__((aligned(64)));
 	unsigned next_executor; /* turns for concurrent tasks */
-	unsigned filling;       /* the first executor with room this round */
+	unsigned filling;       /* the executor being filled this round */
+	uint32_t room;          /* serial firings it may still take, or ROOM_UNKNOWN */
 	struct task_table table __attribute__((aligned(64)));
 	pthread_t wheel_thread;
 	bool wheel_thread_started;

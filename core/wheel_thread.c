@@ -146,8 +146,8 @@ static struct executor *home_executor(struct tw_engine *e, struct tw_task *task)
 }
 
 /*
- * Before a round is handed out: how many serial firings each executor may
- * take so that what it has queued stays under FILL_NS of work. Each executor
+ * Serial firings fill one executor until what it has queued reaches FILL_NS
+ * of work, then the next. Each executor
  * woken costs a futex wake-up and a context switch, which in this VM cost
  * more than a short callback: a light round is better run by one executor
  * than split (tw-perf heartbeats, 20 000 tasks: CPU per run 1.55-1.77 times
@@ -156,20 +156,26 @@ static struct executor *home_executor(struct tw_engine *e, struct tw_task *task)
 enum {
 	FILL_NS = 200000,          /* the lateness one executor's queue may add */
 	FIRING_OVERHEAD_NS = 1000, /* an executor's own work per firing, roughly */
+	ROOM_UNKNOWN = UINT32_MAX, /* the executor being filled is not looked at yet */
 };
 
+/* How many serial firings x may still take this round. */
+static uint32_t room_of(struct executor *x)
+{
+	uint64_t queued = atomic_load_explicit(&x->tail, memory_order_relaxed) -
+			  atomic_load_explicit(&x->head, memory_order_relaxed);
+	uint64_t cost =
+		atomic_load_explicit(&x->run_ns_average, memory_order_relaxed) + FIRING_OVERHEAD_NS;
+	uint64_t fits = FILL_NS / cost;
+	return fits > queued ? (uint32_t)(fits - queued) : 0;
+}
+
+/* A round fills the executors from the first; each is looked at (its queue,
+ * its run times: another core's lines) only when the round reaches it. */
 static void plan_round(struct tw_engine *e)
 {
-	for (unsigned i = 0; i < e->executor_count; i++) {
-		struct executor *x = &e->executors[i];
-		uint64_t queued = atomic_load_explicit(&x->tail, memory_order_relaxed) -
-				  atomic_load_explicit(&x->head, memory_order_acquire);
-		uint64_t cost = atomic_load_explicit(&x->run_ns_average, memory_order_relaxed) +
-				FIRING_OVERHEAD_NS;
-		uint64_t fits = FILL_NS / cost;
-		x->room = fits > queued ? fits - queued : 0;
-	}
 	e->filling = 0;
+	e->room = ROOM_UNKNOWN;
 }
 
 /* Serial tasks go to the first executor with room this round, or to their
@@ -180,13 +186,14 @@ static struct executor *executor_for(struct tw_engine *e, struct tw_task *task, 
 {
 	if (concurrent)
 		return &e->executors[e->next_executor++ % e->executor_count];
-	while (e->filling < e->executor_count) {
+	for (; e->filling < e->executor_count; e->filling++, e->room = ROOM_UNKNOWN) {
 		struct executor *x = &e->executors[e->filling];
-		if (x->room) {
-			x->room--;
+		if (e->room == ROOM_UNKNOWN)
+			e->room = room_of(x);
+		if (e->room) {
+			e->room--;
 			return x;
 		}
-		e->filling++;
 	}
 	return home_executor(e, task);
 }
