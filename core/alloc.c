@@ -33,7 +33,7 @@ static void make_arena(void)
 	pthread_key_create(&tcache_key, destroy_tcache);
 }
 
-static int flags_aligned(size_t alignment)
+static int flags(size_t alignment)
 {
 	pthread_once(&arena_once, make_arena);
 	if (!tcache) {
@@ -48,28 +48,17 @@ static int flags_aligned(size_t alignment)
 	return MALLOCX_ARENA(arena) | MALLOCX_TCACHE(tcache - 1) | MALLOCX_ALIGN(alignment);
 }
 
-void *tw_alloc(size_t size)
-{
-	return mallocx(size, flags_aligned(TW_ALLOC_ALIGN));
-}
-
-void tw_free(void *p, size_t size)
-{
-	if (p)
-		sdallocx(p, size, flags_aligned(TW_ALLOC_ALIGN));
-}
-
 /* jemalloc counts an aligned allocation at its size class, not the padding it
  * trims off to align it. */
 void *tw_alloc_aligned(size_t size, size_t alignment)
 {
-	return mallocx(size, flags_aligned(alignment));
+	return mallocx(size, flags(alignment));
 }
 
 void tw_free_aligned(void *p, size_t size, size_t alignment)
 {
 	if (p)
-		sdallocx(p, size, flags_aligned(alignment));
+		sdallocx(p, size, flags(alignment));
 }
 
 uint64_t tw_alloc_bytes(void)
@@ -108,22 +97,18 @@ void tw_free_aligned(void *p, size_t size, size_t alignment)
 	free(p);
 }
 
+uint64_t tw_alloc_bytes(void)
+{
+	return atomic_load_explicit(&allocated, memory_order_relaxed);
+}
+#endif
+
 void *tw_alloc(size_t size)
 {
-	size_t whole = (size + TW_ALLOC_ALIGN - 1) / TW_ALLOC_ALIGN * TW_ALLOC_ALIGN;
-	void *p = aligned_alloc(TW_ALLOC_ALIGN, whole);
-	if (p)
-		atomic_fetch_add_explicit(&allocated, size, memory_order_relaxed);
-	return p;
+	return tw_alloc_aligned(size, TW_ALLOC_ALIGN);
 }
 
 void tw_free(void *p, size_t size)
 {
 	tw_free_aligned(p, size, TW_ALLOC_ALIGN);
 }
-
-uint64_t tw_alloc_bytes(void)
-{
-	return atomic_load_explicit(&allocated, memory_order_relaxed);
-}
-#endif
