@@ -57,9 +57,10 @@ enum task_filing {
  * goes from a link back to its task for every mail: with 8-byte links that is
  * a shift, where from inside the cold part it would be a division; the
  * 80-byte cold part is reached from the hot one with a shift and an add
- * (80 = 64 + 64 / 4). Each costs 3 to 5 register instructions, no load. The cold part is what an executor touches per run
- * (first 44 bytes: at most two cache lines, both prefetched), then what only
- * skips, failures, queries and wide values touch.
+ * (80 = 64 + 64 / 4). Each costs 3 to 5 register instructions, no load.
+ * The cold part is what an executor touches per run (first 44 bytes: at most
+ * two cache lines, both prefetched), then what only skips, failures, queries
+ * and wide values touch.
  *
  * The slot's generation and index are not stored while it is live: the id
  * holds both. A reaped slot keeps its id in the union, a free one its
@@ -144,8 +145,9 @@ _Static_assert((TW_MAX_DELAY_MS >> 31) <= UINT16_MAX, "wide values fit");
  * cold parts in 5 lines), so the cold parts start on a line and tasks get
  * their home executor (which runs them when every executor is full) by
  * blocks of TASKS_PER_EXECUTOR_BLOCK neighbours: otherwise each run would
- * write lines that the other executors write too (bench-engine heartbeats: p99 lateness 0.5-0.7 ms before the
- * split, 0.7-2.0 ms after it, with lateness spikes to 12-21 ms).
+ * write lines that the other executors write too (bench-engine heartbeats:
+ * p99 lateness 0.5-0.7 ms before the split, 0.7-2.0 ms after it, with
+ * lateness spikes to 12-21 ms).
  */
 enum {
 	TABLE_CHUNK_BITS = 11,
