@@ -6,8 +6,10 @@
 #include "measure.h"
 #include "plot.h"
 #include "report.h"
+#include "wake_floor.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,4 +285,33 @@ Test(plot, interval_deviations_histogram)
 	cr_assert_eq(atomic_load(&d.above), 1);
 	cr_assert_eq(atomic_load(&d.below), 0);
 	cr_assert_eq(t.count, 4);
+}
+
+Test(wake_floor, refuses_a_run_too_short_for_its_periods)
+{
+	struct wake_floor f;
+	errno = 0;
+	cr_expect_eq(wake_floor_measure(0.05, 10, 50, &f), -1); /* 50 wakes < 2 x 50 */
+	cr_expect_eq(errno, EINVAL);
+	cr_expect_eq(wake_floor_measure(1, 0, 50, &f), -1);
+	cr_expect_eq(wake_floor_measure(1, 60, 50, &f), -1);
+}
+
+/* A real 0.2 s measurement: its counts follow from its arguments, and a
+ * timerfd never wakes before its time. */
+Test(wake_floor, counts_every_wake_up_and_every_interval)
+{
+	struct wake_floor f;
+	cr_assert_eq(wake_floor_measure(0.2, 10, 50, &f), 0, "errno %d", errno);
+	cr_expect_eq(f.wakes, 200);
+	uint64_t intervals = 0;
+	for (uint64_t p = 10; p <= 50; p++)
+		intervals += (200 - 1) / p; /* starts 0, p, 2p ... with a wake p ms later */
+	cr_expect_eq(f.intervals, intervals);
+	cr_expect_leq(f.intervals_over_1ms, f.intervals);
+	cr_expect_geq(f.lateness_p50_us, 0);
+	cr_expect_leq(f.lateness_p50_us, f.lateness_p99_us);
+	cr_expect_leq(f.lateness_p99_us, f.lateness_max_us);
+	cr_expect_geq(f.interval_sd_us, 0);
+	cr_expect_leq(f.interval_sd_us, f.interval_worst_us);
 }

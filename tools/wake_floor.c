@@ -1,0 +1,113 @@
+/* wake_floor.c - see wake_floor.h. */
+#include "wake_floor.h"
+
+#include "measure.h"
+#include "report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+enum { NS_PER_MS = 1000000 };
+
+static int compare_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* late[i]: how late the wake-up for grid time i ms after the first one came. */
+static int wake_on_grid(int64_t *late, size_t n)
+{
+	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	uint64_t first = (monotonic_now_ns() / NS_PER_MS + 2) * NS_PER_MS;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t due = first + i * NS_PER_MS, expirations;
+		struct itimerspec at = { .it_value = { .tv_sec = (time_t)(due / 1000000000u),
+						       .tv_nsec = (long)(due % 1000000000u) } };
+		bool failed = timerfd_settime(fd, TFD_TIMER_ABSTIME, &at, NULL) != 0;
+		while (!failed && read(fd, &expirations, sizeof expirations) < 0)
+			failed = errno != EINTR;
+		if (failed) {
+			int saved = errno;
+			close(fd);
+			errno = saved;
+			return -1;
+		}
+		late[i] = (int64_t)(monotonic_now_ns() - due);
+	}
+	close(fd);
+	return 0;
+}
+
+static void summarise_intervals(const int64_t *late, size_t n, uint64_t lo_ms, uint64_t hi_ms,
+				struct wake_floor *out)
+{
+	double sum = 0, sum_squares = 0;
+	for (uint64_t p = lo_ms; p <= hi_ms; p++) {
+		for (size_t i = 0; i + p < n; i += p) {
+			double deviation = (double)(late[i + p] - late[i]);
+			sum += deviation;
+			sum_squares += deviation * deviation;
+			out->intervals++;
+			out->intervals_over_1ms += fabs(deviation) > 1e6;
+			out->interval_worst_us =
+				fmax(out->interval_worst_us, fabs(deviation) / 1e3);
+		}
+	}
+	if (out->intervals) {
+		double mean = sum / (double)out->intervals;
+		double variance = sum_squares / (double)out->intervals - mean * mean;
+		out->interval_sd_us = sqrt(variance > 0 ? variance : 0) / 1e3;
+	}
+}
+
+int wake_floor_measure(double seconds, uint64_t lo_ms, uint64_t hi_ms, struct wake_floor *out)
+{
+	memset(out, 0, sizeof *out);
+	size_t n = seconds > 0 ? (size_t)(seconds * 1000) : 0;
+	if (lo_ms == 0 || lo_ms > hi_ms || n < 2 * hi_ms) {
+		errno = EINVAL;
+		return -1;
+	}
+	int64_t *late = malloc(n * sizeof *late);
+	if (!late)
+		return -1;
+	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	int rc = wake_on_grid(late, n);
+	if (slack > 0)
+		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
+	if (rc == 0) {
+		out->wakes = n;
+		summarise_intervals(late, n, lo_ms, hi_ms, out);
+		qsort(late, n, sizeof *late, compare_i64);
+		out->lateness_p50_us = (double)late[(n - 1) / 2] / 1e3;
+		out->lateness_p99_us = (double)late[(size_t)((double)(n - 1) * 0.99)] / 1e3;
+		out->lateness_max_us = (double)late[n - 1] / 1e3;
+	}
+	free(late);
+	return rc;
+}
+
+void wake_floor_report(struct report *r, const char *impl, const struct wake_floor *f)
+{
+	report_add(r, impl, "interval_sd", f->interval_sd_us, "us", BETTER_LOWER);
+	report_add(r, impl, "interval_worst", f->interval_worst_us, "us", BETTER_LOWER);
+	report_add(r, impl, "lateness_p50", f->lateness_p50_us, "us", BETTER_LOWER);
+	report_add(r, impl, "lateness_p99", f->lateness_p99_us, "us", BETTER_LOWER);
+	report_add(r, impl, "lateness_max", f->lateness_max_us, "us", BETTER_LOWER);
+	report_note(r,
+		    "%s: one thread on an absolute 1 ms timerfd grid (timer slack 1 ns), doing "
+		    "nothing else, %.1f s: what this machine's wake-ups alone give; %llu of its "
+		    "%llu intervals more than 1 ms off",
+		    impl, (double)f->wakes / 1e3, (unsigned long long)f->intervals_over_1ms,
+		    (unsigned long long)f->intervals);
+}

@@ -1,0 +1,30 @@
+/*
+ * wake_floor.h - what this machine's wake-ups alone give: one thread waiting
+ * on an absolute 1 ms grid of a CLOCK_MONOTONIC timerfd with 1 ns of timer
+ * slack, as the engine's wheel thread does, and doing nothing else. No timer
+ * engine can fire more precisely than the kernel wakes it, so the tools show
+ * this floor next to their own figures: a run on a noisy machine says so.
+ */
+#ifndef TICKWHEEL_TOOLS_WAKE_FLOOR_H
+#define TICKWHEEL_TOOLS_WAKE_FLOOR_H
+
+#include <stdint.h>
+
+struct report;
+
+struct wake_floor {
+	uint64_t wakes;                                           /* wake-ups measured */
+	double lateness_p50_us, lateness_p99_us, lateness_max_us; /* wake-up minus grid time */
+	/* Deviations of the time between two wake-ups p ms apart from p, pooled
+	 * over every whole p from lo_ms to hi_ms (as tasks of period p see them). */
+	uint64_t intervals, intervals_over_1ms;
+	double interval_sd_us, interval_worst_us;
+};
+
+/* Measures for `seconds` (at least 2 x hi_ms of them) in the calling thread,
+ * whose timer slack it restores. 0, or -1 with errno set. */
+int wake_floor_measure(double seconds, uint64_t lo_ms, uint64_t hi_ms, struct wake_floor *out);
+/* Its figures as a column of their own, named impl, and a note saying what it is. */
+void wake_floor_report(struct report *r, const char *impl, const struct wake_floor *f);
+
+#endif
