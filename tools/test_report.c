@@ -314,4 +314,6 @@ Test(wake_floor, counts_every_wake_up_and_every_interval)
 	cr_expect_leq(f.lateness_p99_us, f.lateness_max_us);
 	cr_expect_geq(f.interval_sd_us, 0);
 	cr_expect_leq(f.interval_sd_us, f.interval_worst_us);
+	cr_expect_leq(f.interval_off_p50_us, f.interval_off_p99_us);
+	cr_expect_leq(f.interval_off_p99_us, f.interval_worst_us);
 }

@@ -19,6 +19,7 @@ struct wake_floor {
 	 * over every whole p from lo_ms to hi_ms (as tasks of period p see them). */
 	uint64_t intervals, intervals_over_1ms;
 	double interval_sd_us, interval_worst_us;
+	double interval_off_p50_us, interval_off_p99_us; /* of |interval - p| */
 };
 
 /* Measures for `seconds` (at least 2 x hi_ms of them) in the calling thread,

@@ -13,6 +13,21 @@
 
 static const char FLOOR[] = "wake-up floor";
 
+/* Percentiles of how far intervals were off their period, and how many by more than 1 ms. */
+static void report_deviations(struct report *r, const char *impl, int64_t *off_ns, size_t n)
+{
+	lateness_sort(off_ns, n);
+	size_t over = 0;
+	while (over < n && off_ns[n - 1 - over] > 1000000)
+		over++;
+	report_add(r, impl, "interval_off_p50", lateness_quantile_us(off_ns, n, 0.5), "us",
+		   BETTER_LOWER);
+	report_add(r, impl, "interval_off_p99", lateness_quantile_us(off_ns, n, 0.99), "us",
+		   BETTER_LOWER);
+	report_add(r, impl, "intervals_off_1ms", n ? 100.0 * (double)over / (double)n : 0, "%",
+		   BETTER_LOWER);
+}
+
 static void report_intervals(struct report *r, struct outcome *o, struct beats *b)
 {
 	struct interval_summary s = intervals_pool(b->iv, b->count);
@@ -22,18 +37,26 @@ static void report_intervals(struct report *r, struct outcome *o, struct beats *
 	report_add(r, o->impl, "interval_worst", worst / 1e3, "us", BETTER_LOWER);
 	/* consecutive dues of a timer are one period apart, so an interval's
 	 * deviation from the period is the difference of the two lateness */
-	double total = 0;
+	size_t room = 0, total = 0;
+	for (size_t i = 0; i < b->count; i++)
+		room += b->beat[i].n;
+	int64_t *off = malloc((room ? room : 1) * sizeof *off); /* |interval - period|, ns */
 	for (size_t i = 0; i < b->count; i++) {
 		const struct beat *t = &b->beat[i];
 		for (size_t j = 1; j < t->n; j++) {
 			if (t->after_skip[j])
 				continue;
-			double bin =
-				floor((double)(t->late[j] - t->late[j - 1]) / 1e3 / DEV_BIN_US);
-			bin += DEV_BINS / 2 + 1;
+			int64_t deviation = t->late[j] - t->late[j - 1];
+			double bin = floor((double)deviation / 1e3 / DEV_BIN_US) + DEV_BINS / 2 + 1;
 			o->dev_y[bin < 0 ? 0 : bin > DEV_BINS + 1 ? DEV_BINS + 1 : (size_t)bin]++;
+			if (off)
+				off[total] = deviation < 0 ? -deviation : deviation;
 			total++;
 		}
+	}
+	if (off) {
+		report_deviations(r, o->impl, off, total);
+		free(off);
 	}
 	double beyond = o->dev_y[0] + o->dev_y[DEV_BINS + 1];
 	for (size_t i = 0; total > 0 && i < DEV_BINS + 2; i++)
