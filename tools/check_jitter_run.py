@@ -3,7 +3,8 @@
 
 Runs tw-jitter with OPTIONS plus --json PREFIX.json --plot PREFIX.png and fails
 unless it exits 0 and both files are there and sound: the JSON parses and has
-the figures, targets and series tw-jitter promises, the PNG is a PNG.
+the figures, targets and series tw-jitter promises (and a wake-up floor column
+exactly when --floor is among OPTIONS), the PNG is a PNG.
 """
 import json
 import os
@@ -12,7 +13,8 @@ import sys
 
 FIGURES = {
     'interval_mean': 'us', 'interval_sd': 'us', 'interval_smallest': 'us',
-    'interval_largest': 'us', 'lateness_p50': 'us', 'lateness_p90': 'us',
+    'interval_largest': 'us', 'interval_worst': 'us', 'interval_off_p50': 'us',
+    'interval_off_p99': 'us', 'intervals_off_1ms': '%', 'lateness_p50': 'us', 'lateness_p90': 'us',
     'lateness_p99': 'us', 'lateness_p99_9': 'us', 'lateness_max': 'us',
     'runs': 'runs', 'runs_before_due': 'runs', 'skipped_overlap': 'firings',
     'skipped_overload': 'firings', 'skipped_missed': 'firings',
@@ -52,6 +54,9 @@ def main():
     units = {f['name']: f['unit'] for f in report['figures'] if f['impl'] == 'tickwheel'}
     if units != FIGURES:
         fail('figures differ: %r' % sorted(set(units.items()) ^ set(FIGURES.items())))
+    floor = {f['name'] for f in report['figures'] if f['impl'] == 'wake-up floor'}
+    if ('--floor' in options) != bool(floor) or (floor and not floor <= set(FIGURES)):
+        fail('wake-up floor figures: %r' % sorted(floor))
     if not all(t['met'] for t in report['targets']) or len(report['targets']) != 2:
         fail('targets: %r' % report['targets'])
     series = {s['name']: s for s in report['series']}

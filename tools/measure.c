@@ -111,6 +111,42 @@ struct interval_summary intervals_pool(const struct intervals *t, uint64_t n)
 	return s;
 }
 
+/* Intervals off by less than (k + 1) x 10 us, for k from 0: a bin and its mirror. */
+static uint64_t off_within(struct deviations *d, size_t k)
+{
+	size_t half = DEVIATION_BINS / 2;
+	return atomic_load_explicit(&d->bin[half + k], memory_order_relaxed) +
+	       atomic_load_explicit(&d->bin[half - 1 - k], memory_order_relaxed);
+}
+
+static uint64_t deviations_total(struct deviations *d)
+{
+	uint64_t total = atomic_load(&d->below) + atomic_load(&d->above);
+	for (size_t i = 0; i < DEVIATION_BINS; i++)
+		total += atomic_load_explicit(&d->bin[i], memory_order_relaxed);
+	return total;
+}
+
+double deviations_off_quantile_us(struct deviations *d, double p)
+{
+	uint64_t total = deviations_total(d), seen = 0;
+	for (size_t k = 0; k < DEVIATION_BINS / 2; k++) {
+		seen += off_within(d, k);
+		if (total && (double)seen >= p * (double)total)
+			return (double)(k + 1) * DEVIATION_BIN_NS / 1e3;
+	}
+	return (double)DEVIATION_BINS / 2 * DEVIATION_BIN_NS / 1e3;
+}
+
+double deviations_off_fraction(struct deviations *d, double limit_us)
+{
+	uint64_t total = deviations_total(d), within = 0;
+	for (size_t k = 0;
+	     (double)(k + 1) * DEVIATION_BIN_NS / 1e3 <= limit_us && k < DEVIATION_BINS / 2; k++)
+		within += off_within(d, k);
+	return total ? (double)(total - within) / (double)total : 0;
+}
+
 size_t deviations_points(struct deviations *d, double *x_us, double *y, size_t max_points)
 {
 	size_t first = DEVIATION_BINS, last = 0, n = 0;

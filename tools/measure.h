@@ -53,6 +53,10 @@ struct interval_summary intervals_pool(const struct intervals *t, uint64_t n);
  * left out): x = bin centre in us, y = intervals. A spread wider than
  * max_points bins is cut at the right; DEVIATION_BINS always suffice.
  * Returns the points written. */
+/* |interval - period| at quantile p, to the 10 us bin (upper edge; beyond
+ * 5 ms: 5000); and the fraction of intervals off by more than limit_us. */
+double deviations_off_quantile_us(struct deviations *d, double p);
+double deviations_off_fraction(struct deviations *d, double limit_us);
 size_t deviations_points(struct deviations *d, double *x_us, double *y, size_t max_points);
 
 #endif

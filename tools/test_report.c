@@ -317,3 +317,23 @@ Test(wake_floor, counts_every_wake_up_and_every_interval)
 	cr_expect_leq(f.interval_off_p50_us, f.interval_off_p99_us);
 	cr_expect_leq(f.interval_off_p99_us, f.interval_worst_us);
 }
+
+/* Deviations of +5, -5, +25, -1500 us and +7 ms (beyond the histogram). */
+Test(deviations, off_quantiles_and_fraction_fold_both_sides)
+{
+	static struct deviations d;
+	struct intervals t = { .period_ns = 100000000, .histogram = &d };
+	static const int64_t off_us[] = { 5, -5, 25, -1500, 7000 };
+	uint64_t start = 1000000000;
+	intervals_note(&t, start, 0);
+	for (size_t i = 0; i < sizeof off_us / sizeof off_us[0]; i++) {
+		start += t.period_ns + (uint64_t)(off_us[i] * 1000);
+		intervals_note(&t, start, 0);
+	}
+	cr_expect_float_eq(deviations_off_quantile_us(&d, 0.2), 10, 1e-9);
+	cr_expect_float_eq(deviations_off_quantile_us(&d, 0.5), 30, 1e-9);
+	cr_expect_float_eq(deviations_off_quantile_us(&d, 0.8), 1500, 1e-9);
+	cr_expect_float_eq(deviations_off_quantile_us(&d, 1), 5000, 1e-9);
+	cr_expect_float_eq(deviations_off_fraction(&d, 1000), 0.4, 1e-9);
+	cr_expect_float_eq(deviations_off_fraction(&d, 10000), 0.2, 1e-9);
+}

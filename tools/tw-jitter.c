@@ -2,7 +2,7 @@
  * tw-jitter - how precisely tickwheel fires on this machine.
  *
  *   tw-jitter [--tasks N] [--period 200ms | 100-500ms] [--seconds S | --duration 1.5m]
- *             [--executors N] [--json FILE] [--plot FILE.png]
+ *             [--executors N] [--floor 5s] [--json FILE] [--plot FILE.png]
  *
  * Runs N periodic tasks (periods drawn in whole ms from the range) on the
  * real clock, prints a progress line every second, then a table (report.h):
@@ -10,15 +10,21 @@
  * deviation, smallest and largest deviation), lateness percentiles (run start
  * minus due), runs, skips and CPU. --json writes the same with the machine's
  * facts, the lateness CDF and the interval histogram; --plot draws those two
- * side by side (gnuplot). Exits 1 if any run started before its due, none
+ * side by side (gnuplot). --floor first measures, for that long, how precisely
+ * the machine itself wakes a thread that does nothing else (wake_floor.h) and
+ * shows it as a column of its own: no engine can do better. Exits 1 if any run started before its due, none
  * ran, or a file could not be written.
  */
 #include "measure.h"
 #include "plot.h"
 #include "report.h"
 #include "tickwheel.h"
+#include "wake_floor.h"
+
+#include <errno.h>
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +32,7 @@
 #define NS_PER_MS UINT64_C(1000000)
 
 struct options {
-	uint64_t tasks, period_lo_ns, period_hi_ns, duration_ns, executors;
+	uint64_t tasks, period_lo_ns, period_hi_ns, duration_ns, executors, floor_ns;
 	const char *json, *plot;
 };
 
@@ -47,8 +53,8 @@ static void usage(const char *problem, const char *value)
 		fprintf(stderr, "tw-jitter: %s%s%s\n", problem, value ? ": " : "",
 			value ? value : "");
 	fprintf(stderr, "usage: tw-jitter [--tasks N] [--period 200ms | 100-500ms] "
-			"[--seconds S | --duration D] [--executors N] [--json FILE] "
-			"[--plot FILE.png]\n");
+			"[--seconds S | --duration D] [--executors N] [--floor D] "
+			"[--json FILE] [--plot FILE.png]\n");
 	exit(2);
 }
 
@@ -74,9 +80,8 @@ static uint64_t duration_of(const char *text, const char *option)
 
 static struct options parse(int argc, char **argv)
 {
-	struct options o = {
-		1, 200 * NS_PER_MS, 200 * NS_PER_MS, 10000 * NS_PER_MS, 0, NULL, NULL
-	};
+	struct options o = { 1,   200 * NS_PER_MS, 200 * NS_PER_MS, 10000 * NS_PER_MS, 0, 0, NULL,
+			     NULL };
 	for (int i = 1; i < argc; i++) {
 		const char *opt = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!value)
@@ -97,6 +102,8 @@ static struct options parse(int argc, char **argv)
 			o.duration_ns = duration_of(value, opt);
 		} else if (!strcmp(opt, "--executors")) {
 			o.executors = count_of(value, opt);
+		} else if (!strcmp(opt, "--floor")) {
+			o.floor_ns = duration_of(value, opt);
 		} else if (!strcmp(opt, "--json")) {
 			o.json = value;
 		} else if (!strcmp(opt, "--plot")) {
@@ -107,6 +114,8 @@ static struct options parse(int argc, char **argv)
 	}
 	if (!o.tasks || o.period_lo_ns < NS_PER_MS || !o.duration_ns)
 		usage("tasks and duration must be above 0, periods at least 1ms", NULL);
+	if (o.floor_ns && o.floor_ns < 2 * o.period_hi_ns)
+		usage("--floor must last at least twice the longest period", NULL);
 	return o;
 }
 
@@ -126,6 +135,14 @@ static void fill_report(struct report *r, const struct options *o, tw_engine_sta
 	report_add(r, tw, "interval_sd", iv->sd_ns / 1e3, "us", BETTER_LOWER);
 	report_add(r, tw, "interval_smallest", iv->smallest_ns / 1e3, "us", BETTER_NEITHER);
 	report_add(r, tw, "interval_largest", iv->largest_ns / 1e3, "us", BETTER_LOWER);
+	report_add(r, tw, "interval_worst", fmax(-iv->smallest_ns, iv->largest_ns) / 1e3, "us",
+		   BETTER_LOWER);
+	report_add(r, tw, "interval_off_p50", deviations_off_quantile_us(&deviations, 0.5), "us",
+		   BETTER_LOWER);
+	report_add(r, tw, "interval_off_p99", deviations_off_quantile_us(&deviations, 0.99), "us",
+		   BETTER_LOWER);
+	report_add(r, tw, "intervals_off_1ms", 100 * deviations_off_fraction(&deviations, 1000),
+		   "%", BETTER_LOWER);
 	static const struct {
 		const char *name;
 		double p;
@@ -156,6 +173,7 @@ static void fill_report(struct report *r, const struct options *o, tw_engine_sta
 	report_target(r, "runs", ">=", 1);
 	report_note(r, "%.1f s on the real clock, %" PRIu64 " intervals measured", seconds,
 		    iv->count);
+	report_note(r, "interval_off_*: |interval - period|, to the 10 us bin of the histogram");
 	uint64_t below = atomic_load(&deviations.below), above = atomic_load(&deviations.above);
 	if (below || above)
 		report_note(r,
@@ -196,6 +214,17 @@ static int draw(const char *path, const struct pictures *p)
 	return plot_png_panels(path, panels, 2);
 }
 
+static bool measure_floor(const struct options *o, struct wake_floor *f)
+{
+	printf("measuring the machine's wake-up floor for %.1f s ...\n", (double)o->floor_ns / 1e9);
+	fflush(stdout);
+	if (wake_floor_measure((double)o->floor_ns / 1e9, o->period_lo_ns / NS_PER_MS,
+			       o->period_hi_ns / NS_PER_MS, f) == 0)
+		return true;
+	fprintf(stderr, "tw-jitter: wake-up floor not measured: %s\n", strerror(errno));
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = parse(argc, argv);
@@ -209,6 +238,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tw-jitter: %s\n", rc ? tw_strerror(rc) : "out of memory");
 		return 1;
 	}
+	struct wake_floor floor;
+	bool floor_measured = o.floor_ns && measure_floor(&o, &floor);
 	srand(1);
 	uint64_t lo_ms = o.period_lo_ns / NS_PER_MS, hi_ms = o.period_hi_ns / NS_PER_MS;
 	for (uint64_t i = 0; i < o.tasks; i++) {
@@ -249,6 +280,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tw-jitter: out of memory\n");
 	} else {
 		fill_report(r, &o, &stats, &iv, seconds, cpu_seconds);
+		if (floor_measured)
+			wake_floor_report(r, "wake-up floor", &floor);
 		add_series(r, pictures);
 		printf("\n\n");
 		report_print(r, stdout);
