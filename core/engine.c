@@ -193,16 +193,16 @@ static void stop_task(struct tw_task *task, void *ctx)
 		return;
 	task_lock(task);
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
-	struct release_call call = { 0 };
+	struct after_unlock after = { 0 };
 	if (atomic_load_explicit(&task->id, memory_order_relaxed)) {
 		if (state != TW_COMPLETED && state != TW_STOPPED) {
 			task_end(&e->api_ends, task, TW_STOPPED);
 		}
 		atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
-		call = task_end_if_idle(e, task, NULL);
+		task_end_if_idle(e, task, NULL, &after);
 	}
 	task_unlock(task);
-	release_call_run(call);
+	after_unlock_run(after);
 }
 
 /*

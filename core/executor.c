@@ -78,25 +78,22 @@ void executor_push_release(struct executor *x, struct tw_task *task)
  * (tail here, head in executor_take_ended) makes sure that either this sees
  * the ring taken in up to the new task, and wakes it, or it sees the task.
  */
-void executor_mail_ended(struct executor *x, struct tw_task *task)
+bool executor_mail_ended(struct executor *x, struct tw_task *task)
 {
 	if (task->mailed)
-		return;
+		return false;
 	uint64_t tail = atomic_load_explicit(&x->ended_tail, memory_order_relaxed);
 	if (tail - x->ended_head_seen >= ENDED_RING) {
 		x->ended_head_seen = atomic_load_explicit(&x->ended_head, memory_order_acquire);
-		if (tail - x->ended_head_seen >= ENDED_RING) {
-			task_mail(x->engine, task);
-			return;
-		}
+		if (tail - x->ended_head_seen >= ENDED_RING)
+			return task_mail(x->engine, task);
 	}
 	task->mailed = true;
 	x->ended[tail & (ENDED_RING - 1)] = task;
 	HANDOVER_RELEASE(task);
 	atomic_store_explicit(&x->ended_tail, tail + 1, memory_order_seq_cst);
 	x->ended_head_seen = atomic_load_explicit(&x->ended_head, memory_order_seq_cst);
-	if (x->ended_head_seen == tail)
-		engine_wake(x->engine);
+	return x->ended_head_seen == tail;
 }
 
 void executor_take_ended(struct executor *x, void (*take)(struct tw_task *, void *), void *ctx)
@@ -199,7 +196,7 @@ static uint32_t account(struct executor *x, struct tw_task *task, struct task_co
 }
 
 /* Lock held: a run ended; the task waits again, completes, or stays put. */
-static struct release_call run_ended(struct executor *x, struct tw_task *task)
+static void run_ended(struct executor *x, struct tw_task *task, struct after_unlock *after)
 {
 	struct tw_engine *e = x->engine;
 	uint32_t left = atomic_load_explicit(&task->running, memory_order_relaxed) - 1;
@@ -213,8 +210,8 @@ static struct release_call run_ended(struct executor *x, struct tw_task *task)
 			state = TW_COMPLETED;
 		}
 	}
-	struct release_call none = { 0 };
-	return state == TW_COMPLETED || state == TW_STOPPED ? task_end_if_idle(e, task, x) : none;
+	if (state == TW_COMPLETED || state == TW_STOPPED)
+		task_end_if_idle(e, task, x, after);
 }
 
 /*
@@ -309,12 +306,13 @@ static void run(struct executor *x, const struct firing *f)
 	}
 	task_lock(task);
 	uint32_t paused_after = starts ? account(x, task, cold, rc, took) : 0;
-	struct release_call call = run_ended(x, task);
+	struct after_unlock after = { 0 };
+	run_ended(x, task, &after);
 	task_unlock(task);
 	if (paused_after)
 		engine_log(e, TW_LOG_WARNING, "task %llu paused after %u failures in a row",
 			   (unsigned long long)fire.id, paused_after);
-	release_call_run(call);
+	after_unlock_run(after);
 	run_finished(x);
 }
 
@@ -333,8 +331,10 @@ static void run_releases(struct executor *x)
 			cold->release(cold->arg);
 		task_lock(task);
 		task->release_queued = false;
-		task_mail(x->engine, task);
+		bool wake = task_mail(x->engine, task);
 		task_unlock(task);
+		if (wake)
+			engine_wake(x->engine);
 		run_finished(x);
 	}
 }

@@ -418,8 +418,10 @@ int executors_start(struct tw_engine *e);
 bool executor_push(struct executor *x, const struct firing *f);
 /* Wheel thread: has the executor call an ended task's release (user code). */
 void executor_push_release(struct executor *x, struct tw_task *task);
-/* Executor x, lock held: mails an ended task through x's own ring. */
-void executor_mail_ended(struct executor *x, struct tw_task *task);
+/* Executor x, lock held: mails an ended task through x's own ring; true
+ * when the wheel thread must be woken once the lock is dropped (task_mail). */
+__attribute__((warn_unused_result)) bool executor_mail_ended(struct executor *x,
+							     struct tw_task *task);
 /* Wheel thread: takes in what executor x mailed; calls take on each, locked. */
 void executor_take_ended(struct executor *x, void (*take)(struct tw_task *, void *), void *ctx);
 /* Wheel thread: wakes the executors that got firings since the last call. */
@@ -486,31 +488,47 @@ void engine_log(const struct tw_engine *e, int level, const char *fmt, ...);
 /* Wheel thread: wheel.c of core. */
 int wheel_thread_start(struct tw_engine *e);
 void wheel_thread_join(struct tw_engine *e);
-/* Asks the wheel thread to look at task (lock held by the caller). */
-void task_mail(struct tw_engine *e, struct tw_task *task);
+/* Asks the wheel thread to look at task (lock held by the caller). True when
+ * the wheel thread must be woken, by engine_wake once the lock is dropped: a
+ * write to an eventfd, a system call no other thread should spin behind. */
+__attribute__((warn_unused_result)) bool task_mail(struct tw_engine *e, struct tw_task *task);
 void engine_wake(struct tw_engine *e);
 
 /* Task life: task.c */
 void task_lock(struct tw_task *task);
 void task_unlock(struct tw_task *task);
-/* Under lock: an ended task with no run going is released now: mails it for
- * reaping (through executor x's ring if not NULL) and returns the release
- * call to make once the lock is dropped. */
-struct release_call {
-	void (*fn)(void *arg);
+/* What a thread owes once it drops a task's lock: the user's release call,
+ * and a wake-up of the wheel thread (task_mail). */
+struct after_unlock {
+	void (*release)(void *arg);
 	void *arg;
+	struct tw_engine *wake;
 };
-struct release_call task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x);
+/* Under lock: an ended task with no run going is released now: mails it for
+ * reaping (through executor x's ring if not NULL) and adds the release call
+ * and any wake-up to *after. */
+void task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x,
+		      struct after_unlock *after);
 /* Under lock: the task ends (TW_COMPLETED or TW_STOPPED); counted in the
  * ending thread's counts. */
 void task_end(struct end_counts *counts, struct tw_task *task, tw_state end);
 /* Tasks ended so far: every thread's counts summed. */
 void ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped);
 
-static inline void release_call_run(struct release_call call)
+/* Lock held: the wheel thread is woken once it is dropped, if task_mail says so. */
+static inline void mail_after_unlock(struct tw_engine *e, struct tw_task *task,
+				     struct after_unlock *after)
 {
-	if (call.fn)
-		call.fn(call.arg);
+	if (task_mail(e, task))
+		after->wake = e;
+}
+
+static inline void after_unlock_run(struct after_unlock after)
+{
+	if (after.wake)
+		engine_wake(after.wake);
+	if (after.release)
+		after.release(after.arg);
 }
 
 /* executor.c */

@@ -17,11 +17,12 @@ static bool allowed(uint8_t state, bool paused_ok)
 }
 
 /* Lock held: records a new due and mails the wheel if it must act on it. */
-static void set_due(struct tw_engine *e, struct tw_task *task, uint64_t due_ns)
+static void set_due(struct tw_engine *e, struct tw_task *task, uint64_t due_ns,
+		    struct after_unlock *after)
 {
 	atomic_store_explicit(&task->due_ns, due_ns, memory_order_relaxed);
 	if (task->filing != FILED_DUE || engine_tick_of(e, due_ns) < wheel_entry_due(&task->entry))
-		task_mail(e, task);
+		mail_after_unlock(e, task, after);
 }
 
 static int check_delay(uint64_t ms)
@@ -29,16 +30,18 @@ static int check_delay(uint64_t ms)
 	return ms > TW_MAX_DELAY_MS ? -TW_ERANGE : TW_OK;
 }
 
-static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused, uint64_t now_ns);
+static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused, uint64_t now_ns,
+		     struct after_unlock *after);
 
 /* Ends a task added while the engine began to stop (no-op if stop did). */
 static void cancel_while_stopping(struct tw_engine *e, struct tw_task *task)
 {
+	struct after_unlock after = { 0 };
 	task_lock(task);
-	op_cancel(e, task, 0, 0);
-	struct release_call call = task_end_if_idle(e, task, NULL);
+	op_cancel(e, task, 0, 0, &after);
+	task_end_if_idle(e, task, NULL, &after); /* no-op if the cancel or stop did it */
 	task_unlock(task);
-	release_call_run(call);
+	after_unlock_run(after);
 }
 
 /*
@@ -110,8 +113,10 @@ int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 	atomic_store_explicit(&task->id, id, memory_order_release); /* published */
 
 	task_lock(task);
-	task_mail(e, task);
+	bool wake = task_mail(e, task);
 	task_unlock(task);
+	if (wake)
+		engine_wake(e);
 	*out = id;
 	/* A stop that began meanwhile may have scanned the table before this
 	 * task was published: end it here, exactly once either way. The task
@@ -125,9 +130,11 @@ int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 
 /*
  * An operation on a task, run under its lock: value is the caller's, now_ns
- * the time read for those that count from now (else 0).
+ * the time read for those that count from now (else 0); what it leaves to do
+ * once the lock is dropped goes in *after.
  */
-typedef int task_op(struct tw_engine *e, struct tw_task *task, uint64_t value, uint64_t now_ns);
+typedef int task_op(struct tw_engine *e, struct tw_task *task, uint64_t value, uint64_t now_ns,
+		    struct after_unlock *after);
 
 /*
  * Looks id up and runs op on its task under the task's lock. The task's line
@@ -150,25 +157,20 @@ static int with_task(tw_engine *e, tw_id id, task_op *op, uint64_t value, bool t
 	if (task && atomic_load_explicit(&task->id, memory_order_acquire) != id)
 		task = NULL;
 	int rc = -TW_ENOTFOUND;
-	struct release_call call = { 0 };
+	struct after_unlock after = { 0 };
 	if (task) {
 		task_lock(task);
-		if (atomic_load_explicit(&task->id, memory_order_relaxed) == id) {
-			rc = op(e, task, value, now_ns);
-			if (rc == 1) { /* ended: release once no run is going */
-				call = task_end_if_idle(e, task, NULL);
-				rc = TW_OK;
-			}
-		}
+		if (atomic_load_explicit(&task->id, memory_order_relaxed) == id)
+			rc = op(e, task, value, now_ns, &after);
 		task_unlock(task);
 	}
 	read_section_end();
-	release_call_run(call);
+	after_unlock_run(after);
 	return rc;
 }
 
 static int op_set_delay(struct tw_engine *e, struct tw_task *task, uint64_t delay_ms,
-			uint64_t now_ns)
+			uint64_t now_ns, struct after_unlock *after)
 {
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if (!allowed(state, true))
@@ -178,23 +180,24 @@ static int op_set_delay(struct tw_engine *e, struct tw_task *task, uint64_t dela
 		task->delay_pending = true;
 		return TW_OK;
 	}
-	set_due(e, task, engine_due_at_ns(e, now_ns, delay_ms));
+	set_due(e, task, engine_due_at_ns(e, now_ns, delay_ms), after);
 	return TW_OK;
 }
 
 static int op_set_period(struct tw_engine *e, struct tw_task *task, uint64_t period_ms,
-			 uint64_t unused)
+			 uint64_t unused, struct after_unlock *after)
 {
-	(void)e, (void)unused;
+	(void)e, (void)unused, (void)after;
 	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), true))
 		return -TW_ESTATE;
 	task_set_period_ms(task, period_ms);
 	return TW_OK;
 }
 
-static int op_pause(struct tw_engine *e, struct tw_task *task, uint64_t unused, uint64_t unused_now)
+static int op_pause(struct tw_engine *e, struct tw_task *task, uint64_t unused, uint64_t unused_now,
+		    struct after_unlock *after)
 {
-	(void)e, (void)unused, (void)unused_now;
+	(void)e, (void)unused, (void)unused_now, (void)after;
 	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), false))
 		return -TW_ESTATE;
 	/* The entry stays filed and is dropped when its tick comes. */
@@ -203,7 +206,8 @@ static int op_pause(struct tw_engine *e, struct tw_task *task, uint64_t unused, 
 	return TW_OK;
 }
 
-static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused, uint64_t now_ns)
+static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused, uint64_t now_ns,
+		     struct after_unlock *after)
 {
 	(void)unused;
 	if (atomic_load_explicit(&task->state, memory_order_relaxed) != TW_PAUSED)
@@ -216,19 +220,21 @@ static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 			      memory_order_relaxed);
 	task_set_paused_by_failures(task, false);
 	atomic_store_explicit(&task_cold(task)->consecutive_failures, 0, memory_order_relaxed);
-	set_due(e, task, engine_due_at_ns(e, now_ns, delay));
+	set_due(e, task, engine_due_at_ns(e, now_ns, delay), after);
 	return TW_OK;
 }
 
+/* The task ends now; it is released once no run of it is going. */
 static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused,
-		     uint64_t unused_now)
+		     uint64_t unused_now, struct after_unlock *after)
 {
 	(void)unused, (void)unused_now;
 	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), true))
 		return -TW_ESTATE;
 	task_end(&e->api_ends, task, TW_STOPPED);
 	atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
-	return 1;
+	task_end_if_idle(e, task, NULL, after);
+	return TW_OK;
 }
 
 int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms)

@@ -223,19 +223,16 @@ void ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped)
 	}
 }
 
-struct release_call task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x)
+void task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x,
+		      struct after_unlock *after)
 {
-	struct release_call call = { 0 };
 	if (task->released || atomic_load(&task->running))
-		return call;
+		return;
 	task->released = true;
 	struct task_cold *cold = task_cold(task);
-	call.fn = cold->release;
-	call.arg = cold->arg;
+	after->release = cold->release;
+	after->arg = cold->arg;
 	/* the wheel thread keeps it queryable, then reaps it */
-	if (x)
-		executor_mail_ended(x, task);
-	else
-		task_mail(e, task);
-	return call;
+	if (x ? executor_mail_ended(x, task) : task_mail(e, task))
+		after->wake = e;
 }

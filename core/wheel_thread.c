@@ -34,16 +34,15 @@ void engine_wake(struct tw_engine *e)
 	(void)n; /* EAGAIN: the counter is already non-zero, the thread will wake */
 }
 
-void task_mail(struct tw_engine *e, struct tw_task *task)
+bool task_mail(struct tw_engine *e, struct tw_task *task)
 {
 	if (task->mailed)
-		return;
+		return false;
 	task->mailed = true;
 	struct cds_wfcq_node *mail = task_mail_link(task);
 	cds_wfcq_node_init(mail);
 	HANDOVER_RELEASE(task);
-	if (!cds_wfcq_enqueue(&e->mail_head, &e->mail_tail, mail))
-		engine_wake(e);
+	return !cds_wfcq_enqueue(&e->mail_head, &e->mail_tail, mail); /* it was empty */
 }
 
 static void file_task(struct tw_engine *e, struct tw_task *task, uint64_t tick,
