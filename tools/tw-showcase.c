@@ -83,12 +83,19 @@ static void check(int rc, const char *what)
 	}
 }
 
+static struct deviations deviations; /* of every heartbeat's intervals */
+
 static void report_intervals(const struct intervals *h, uint64_t n)
 {
 	struct interval_summary sum = intervals_pool(h, n);
 	printf("interval jitter   sd %.1f us, deviation %.1f .. %.1f us over %" PRIu64
 	       " intervals\n",
 	       sum.sd_ns / 1e3, sum.smallest_ns / 1e3, sum.largest_ns / 1e3, sum.count);
+	printf("                  |interval - period|: p50 %.0f us, p99 %.0f us (10 us bins), "
+	       "%.2f %% off by more than 1 ms\n",
+	       deviations_off_quantile_us(&deviations, 0.5),
+	       deviations_off_quantile_us(&deviations, 0.99),
+	       100 * deviations_off_fraction(&deviations, 1000));
 }
 
 int main(int argc, char **argv)
@@ -104,6 +111,7 @@ int main(int argc, char **argv)
 	for (uint64_t i = 0; i < o.heartbeats; i++) {
 		uint64_t period = 100 + (uint64_t)rand() % 401;
 		beats[i].period_ns = period * 1000000u;
+		beats[i].histogram = &deviations;
 		tw_task_spec spec = { .delay_ms = 1 + (uint64_t)rand() % period,
 				      .period_ms = period,
 				      .callback = beat,
