@@ -151,7 +151,19 @@ int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms);
 void tw_engine_destroy(tw_engine *e);
 
 int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out);
-int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms);   /* next due = now + delay */
+int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms); /* next due = now + delay */
+/*
+ * tw_set_delay on many tasks at once, as a gateway that reads its messages in
+ * batches resets their sessions: each task's next due = now + delay_ms, now
+ * read once per 256 ids. The tasks are fetched ahead of their turn, so the
+ * cache misses of random tasks overlap instead of adding up. results, if not
+ * NULL, gets each id's code (0 or -TW_E*, what tw_set_delay would return);
+ * the call returns 0 if every one succeeded, else the first failure's code.
+ * -TW_EINVAL for a NULL engine or NULL ids with n > 0, -TW_ERANGE for a
+ * delay that would overflow, -TW_ESHUTDOWN after stop: then no task is
+ * touched and results is left as it was.
+ */
+int tw_set_delay_many(tw_engine *e, const tw_id *ids, size_t n, uint64_t delay_ms, int *results);
 int tw_set_period(tw_engine *e, tw_id id, uint64_t period_ms); /* from the next firing on */
 int tw_pause(tw_engine *e, tw_id id);
 int tw_resume(tw_engine *e, tw_id id); /* next due = now + period (one-shot: + its delay) */

@@ -77,6 +77,8 @@ static size_t batch_end(size_t start, size_t n)
 	return start + BATCH < n ? start + BATCH : n;
 }
 
+enum { RESETS_PER_CALL = 64 };
+
 static void time_set_delay(tw_engine *e, const tw_id *seq, size_t n, uint64_t delay_ms,
 			   struct latency *l, size_t *bad)
 {
@@ -86,6 +88,22 @@ static void time_set_delay(tw_engine *e, const tw_id *seq, size_t n, uint64_t de
 		uint64_t t0 = now_ns();
 		for (size_t i = s; i < end; i++)
 			failed += tw_set_delay(e, seq[i], delay_ms) != TW_OK;
+		latency_batch(l, (double)(now_ns() - t0) / (double)(end - s));
+	}
+	*bad += failed;
+}
+
+/* The same through tw_set_delay_many, `many` ids a call. */
+static void time_set_delay_many(tw_engine *e, const tw_id *seq, size_t n, size_t many,
+				uint64_t delay_ms, struct latency *l, size_t *bad)
+{
+	size_t failed = 0;
+	for (size_t s = 0; s < n; s += BATCH) {
+		size_t end = batch_end(s, n);
+		uint64_t t0 = now_ns();
+		for (size_t i = s; i < end; i += many)
+			failed += tw_set_delay_many(e, seq + i, end - i < many ? end - i : many,
+						    delay_ms, NULL) != TW_OK;
 		latency_batch(l, (double)(now_ns() - t0) / (double)(end - s));
 	}
 	*bad += failed;
@@ -180,6 +198,16 @@ static void resets_one_thread(struct ops_bench *b)
 		latency_end_round(&l);
 	}
 	print_latency("  the same on a hot set of 1000 tasks", &l, NULL, 0);
+	latency_free(&l);
+
+	/* Batches of resets, as a gateway reading messages in batches makes them. */
+	latency_init(&l, b->rounds * (b->n / BATCH + 1));
+	for (unsigned r = 0; r < b->rounds; r++) {
+		new_order(b);
+		time_set_delay_many(b->e, b->seq, b->n, RESETS_PER_CALL, RESET_MS, &l, &b->bad);
+		latency_end_round(&l);
+	}
+	print_latency("tw_set_delay_many postpone, 64 a call", &l, NULL, 0);
 	latency_free(&l);
 }
 

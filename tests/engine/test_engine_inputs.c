@@ -479,3 +479,55 @@ Test(inputs, executor_counts)
 	}
 	assert_no_leaks();
 }
+
+/* Each id gets what tw_set_delay would answer; the call, the first failure. */
+Test(inputs, set_delay_many_answers_for_each_id)
+{
+	tw_engine *e = manual_engine(1);
+	struct counts c = { 0 };
+	tw_id waiting = add_counted(e, &c, 10, 0), paused = add_counted(e, &c, 10, 0);
+	tw_id cancelled = add_counted(e, &c, 10, 0), completed = add_counted(e, &c, 1, 0);
+	step(e, 1);
+	cr_assert_eq(info_of(e, completed).state, TW_COMPLETED);
+	cr_assert_eq(tw_pause(e, paused), TW_OK);
+	cr_assert_eq(tw_cancel(e, cancelled), TW_OK);
+	const tw_id ids[] = { waiting,   0,      waiting ^ (UINT64_C(1) << 40),
+			      completed, paused, cancelled };
+	const int want[] = { TW_OK, -TW_ENOTFOUND, -TW_ENOTFOUND, -TW_ESTATE, TW_OK, -TW_ESTATE };
+	int results[6];
+	cr_assert_eq(tw_set_delay_many(e, ids, 6, 20, results), -TW_ENOTFOUND);
+	for (size_t i = 0; i < 6; i++)
+		cr_assert_eq(results[i], want[i], "id %zu: %d, want %d", i, results[i], want[i]);
+	cr_assert_eq(tw_set_delay_many(e, ids + 3, 3, 20, NULL), -TW_ESTATE);
+	cr_assert_eq(tw_set_delay_many(e, ids, 1, 20, NULL), TW_OK);
+	/* The paused task took its new delay for its resume, as tw_set_delay does. */
+	uint64_t resumed_at = manual_now(e);
+	cr_assert_eq(tw_resume(e, paused), TW_OK);
+	cr_assert_eq(info_of(e, paused).next_due_ns, resumed_at + 20 * NS_PER_MS);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), 4);
+	assert_no_leaks();
+}
+
+/* A refused call touches no task and leaves results as they were. */
+Test(inputs, set_delay_many_refused_calls_change_nothing)
+{
+	tw_engine *e = manual_engine(1);
+	struct counts c = { 0 };
+	uint64_t t0 = manual_now(e);
+	tw_id id = add_counted(e, &c, 10, 0);
+	int results[1] = { 12345 };
+	cr_assert_eq(tw_set_delay_many(NULL, &id, 1, 5, results), -TW_EINVAL);
+	cr_assert_eq(tw_set_delay_many(e, NULL, 1, 5, results), -TW_EINVAL);
+	cr_assert_eq(tw_set_delay_many(e, NULL, 0, 5, NULL), TW_OK);
+	cr_assert_eq(tw_set_delay_many(e, &id, 0, 5, results), TW_OK);
+	cr_assert_eq(tw_set_delay_many(e, &id, 1, TW_MAX_DELAY_MS + 1, results), -TW_ERANGE);
+	cr_assert_eq(results[0], 12345);
+	cr_assert_eq(info_of(e, id).next_due_ns, t0 + 10 * NS_PER_MS);
+	cr_assert_eq(tw_engine_stop(e, 1000), TW_OK);
+	cr_assert_eq(tw_set_delay_many(e, &id, 1, 5, results), -TW_ESHUTDOWN);
+	cr_assert_eq(results[0], 12345);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), 1);
+	assert_no_leaks();
+}

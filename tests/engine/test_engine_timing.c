@@ -625,3 +625,48 @@ Test(timing, real_clock_idle_engine_does_not_wake_up)
 	cr_assert_eq(atomic_load(&c.releases), 1);
 	assert_no_leaks();
 }
+
+/* ---- many at once ---- */
+
+/* 600 tasks (more than one read-side section of tw_set_delay_many), in a
+ * shuffled order: postponed, each lands where tw_set_delay would put it;
+ * brought earlier (the wheel must move them), they fire then. */
+Test(timing, set_delay_many_moves_every_task_like_set_delay)
+{
+	enum { N = 600 };
+	tw_engine *e = manual_engine(2);
+	struct counts c = { 0 };
+	uint64_t t0 = manual_now(e);
+	tw_id ids[N];
+	int results[N];
+	for (size_t i = 0; i < N; i++)
+		ids[i] = add_counted(e, &c, 10, 0);
+	uint64_t rng = 7;
+	for (size_t i = N - 1; i > 0; i--) {
+		rng = rng * 6364136223846793005u + 1442695040888963407u;
+		size_t j = (size_t)(rng >> 33) % (i + 1);
+		tw_id t = ids[i];
+		ids[i] = ids[j];
+		ids[j] = t;
+	}
+	memset(results, 0x5a, sizeof results);
+	cr_assert_eq(tw_set_delay_many(e, ids, N, 50, results), TW_OK);
+	for (size_t i = 0; i < N; i++) {
+		cr_assert_eq(results[i], TW_OK, "id %zu", i);
+		cr_assert_eq(info_of(e, ids[i]).next_due_ns, t0 + 50 * NS_PER_MS, "id %zu", i);
+	}
+	step(e, 40);
+	cr_assert_eq(atomic_load(&c.runs), 0, "a postponed task fired");
+	cr_assert_eq(tw_set_delay_many(e, ids, N / 2, 3, NULL), TW_OK); /* due at 43 */
+	step(e, 2);
+	cr_assert_eq(atomic_load(&c.runs), 0);
+	step(e, 1);
+	cr_assert_eq(atomic_load(&c.runs), N / 2, "the half brought earlier fired at its due");
+	step(e, 6);
+	cr_assert_eq(atomic_load(&c.runs), N / 2);
+	step(e, 1);
+	cr_assert_eq(atomic_load(&c.runs), N, "the other half fired at t0 + 50");
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), N);
+	assert_no_leaks();
+}

@@ -321,6 +321,33 @@ static void cancelled(struct phase *ph, struct rec *r, tw_id id)
 		fail("%s: tw_get after tw_cancel: unexpected %s", ph->name, rc_name(rc));
 }
 
+/* tw_set_delay_many on id and on the tasks of three other random slots
+ * (which may be gone, or empty: id 0); returns what it answered for id. */
+static int set_delay_many(struct phase *ph, tw_id id)
+{
+	tw_id ids[4] = { id };
+	for (int k = 1; k < 4; k++) {
+		struct rec *other = atomic_load(&ph->slot[rnd(SLOTS)]);
+		ids[k] = other ? atomic_load(&other->id) : 0;
+	}
+	int results[4];
+	int rc = tw_set_delay_many(ph->engine, ids, 4, 1 + rnd(20), results);
+	if (rc == -TW_ESHUTDOWN)
+		return rc; /* results untouched; the caller judges the code */
+	int first = TW_OK;
+	for (int k = 0; k < 4; k++) {
+		if (results[k] != TW_OK && results[k] != -TW_ESTATE && results[k] != -TW_ENOTFOUND)
+			fail("%s: tw_set_delay_many: id %" PRIu64 ": unexpected %s", ph->name,
+			     ids[k], rc_name(results[k]));
+		if (results[k] != TW_OK && first == TW_OK)
+			first = results[k];
+	}
+	if (rc != first)
+		fail("%s: tw_set_delay_many answered %s, its first failure was %s", ph->name,
+		     rc_name(rc), rc_name(first));
+	return results[0];
+}
+
 /* One random operation on a random slot, from an application thread or a callback. */
 static void slot_op(struct phase *ph)
 {
@@ -357,9 +384,13 @@ static void slot_op(struct phase *ph)
 			check_info(ph, r, id, &info, released);
 			gone = info.state == TW_COMPLETED || info.state == TW_STOPPED;
 		}
-	} else if (op < 45) {
+	} else if (op < 40) {
 		name = "tw_set_delay";
 		rc = tw_set_delay(ph->engine, id, 1 + rnd(20));
+		gone = rc == -TW_ESTATE;
+	} else if (op < 45) {
+		name = "tw_set_delay_many";
+		rc = set_delay_many(ph, id);
 		gone = rc == -TW_ESTATE;
 	} else if (op < 53) {
 		name = "tw_set_period";
