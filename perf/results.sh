@@ -11,7 +11,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tw=$(realpath "${1:-$here/../build-perf/perf/suite/tw-perf}")
 out=$here/results
-scenarios=${SCENARIOS:-heartbeats burst idle sessions sessions-coarse churn stall ops}
+scenarios=${SCENARIOS:-heartbeats burst idle sessions sessions-coarse sessions-many churn stall ops}
 mkdir -p "$out"
 
 summary=()
@@ -21,6 +21,8 @@ for s in $scenarios; do
 	[ "$s" != ops ] || args=(--sizes 1000,10000,100000,1000000)
 	# the gateway's engine with cfg.coarse_clock, as well as without
 	[ "$s" != sessions-coarse ] || { s=sessions name=sessions-coarse args=(--coarse-clock); }
+	# and resetting a batch of sessions in one call (tw_set_delay_many)
+	[ "$s" != sessions-many ] || { s=sessions name=sessions-many args=(--reset-many); }
 	echo "== tw-perf $s ${args[*]}" >&2
 	"$tw" "$s" "${args[@]}" --json "$out/$name.json" --plot "$out" | tee "$out/$name.txt"
 	rc=${PIPESTATUS[0]}

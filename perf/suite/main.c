@@ -53,7 +53,8 @@ static void usage(const char *problem, const char *value)
 		"  --tasks N  --seconds S  --period 100-500ms  --sessions N  --rate R\n"
 		"  --timeout 30s  --quiet F  --threads N  --executors N  --sizes 1000,100000\n"
 		"  --peers libev,libuv|none  --json FILE  --plot DIR  --seed S  --quick\n"
-		"  --coarse-clock (sessions: the engine's coarse_clock option)\n");
+		"  --coarse-clock (sessions: the engine's coarse_clock option)\n"
+		"  --reset-many (sessions: each batch of 64 resets is one tw_set_delay_many)\n");
 	exit(2);
 }
 
@@ -97,6 +98,10 @@ static struct suite_options parse(int argc, char **argv)
 		}
 		if (!strcmp(opt, "--coarse-clock")) {
 			o.coarse_clock = true;
+			continue;
+		}
+		if (!strcmp(opt, "--reset-many")) {
+			o.reset_many = true;
 			continue;
 		}
 		if (i + 1 >= argc)

@@ -24,39 +24,19 @@
  * (reset_p90 .. reset_max) and reset_single_p50 come from the resets timed
  * alone, one in 64. A clock read costs ~25 ns: timing every reset alone
  * would add that to each.
+ *
+ * --reset-many: each batch is one tw_set_delay_many call, as a gateway that
+ * reads its messages in batches would make it. reset_p50 is then the median
+ * over calls of their ns per reset, and reset_call_p50/p99 how long a call
+ * took, which is what the last message of a batch waits for its reset.
  */
+#include "sessions.h"
 #include "suite.h"
-#include "suite_util.h"
 
 #include "alloc.h"
-#include "measure.h"
-#include "tickwheel.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-enum { BATCH = 64 };
-
-struct expiry_sink { /* one for the quiet sessions, one for the active ones */
-	_Atomic uint64_t count;
-	struct lateness *late;
-};
-
-struct resetter {
-	tw_engine *e;
-	const tw_id *seq; /* this thread's sessions' ids, in reset order */
-	size_t len;
-	uint64_t timeout_ms, start_ns, end_ns;
-	double rate;           /* this thread's share of R */
-	_Atomic bool *abandon; /* set when not every thread could be started */
-	pthread_t thread;
-	struct su_samples batch, single; /* ns per reset */
-	uint64_t rng, done, failed, failed_expired, cpu_ns;
-};
-
 static int expire(const tw_fire *fire, void *arg)
 {
 	struct expiry_sink *sink = arg;
@@ -77,6 +57,26 @@ static void classify_failure(struct resetter *w, tw_id id)
 		w->failed++;
 }
 
+/* One batch in one call; samples: ns per reset, and the call's ns. */
+static void reset_many(struct resetter *w, size_t *pos)
+{
+	tw_id ids[BATCH];
+	int results[BATCH];
+	for (unsigned k = 0; k < BATCH; k++) {
+		ids[k] = w->seq[*pos];
+		*pos = *pos + 1 < w->len ? *pos + 1 : 0;
+	}
+	uint64_t t0 = monotonic_now_ns();
+	int rc = tw_set_delay_many(w->e, ids, BATCH, w->timeout_ms, results);
+	uint64_t took = monotonic_now_ns() - t0;
+	su_push(&w->batch, (double)took / BATCH);
+	su_push(&w->single, (double)took);
+	w->done += BATCH;
+	for (unsigned k = 0; rc != TW_OK && k < BATCH; k++)
+		if (rc == -TW_ESHUTDOWN || rc == -TW_EINVAL || results[k] != TW_OK)
+			classify_failure(w, ids[k]); /* the first two: results untouched */
+}
+
 static void *resetter_main(void *arg)
 {
 	struct resetter *w = arg;
@@ -91,6 +91,11 @@ static void *resetter_main(void *arg)
 			uint64_t at =
 				w->start_ns + (uint64_t)((double)(w->done + BATCH) * 1e9 / w->rate);
 			monotonic_sleep_until(at < w->end_ns ? at : w->end_ns);
+			now = monotonic_now_ns();
+			continue;
+		}
+		if (w->many) {
+			reset_many(w, &pos);
 			now = monotonic_now_ns();
 			continue;
 		}
@@ -118,78 +123,6 @@ static void *resetter_main(void *arg)
 	return NULL;
 }
 
-struct setup {
-	size_t n, n_quiet, n_active;
-	uint64_t timeout_ms;
-	double rate, seconds, run_s;
-	unsigned threads;
-};
-
-static void report_figures(struct report *r, const struct setup *c, struct resetter *w,
-			   struct expiry_sink *quiet, struct expiry_sink *active, double wall_s,
-			   double cpu_s, uint64_t alloc_growth)
-{
-	struct su_samples batch = { 0 }, single = { 0 };
-	uint64_t done = 0, failed = 0, failed_expired = 0, reset_cpu = 0;
-	for (unsigned t = 0; t < c->threads; t++) {
-		for (size_t i = 0; i < w[t].batch.n; i++)
-			su_push(&batch, w[t].batch.v[i]);
-		for (size_t i = 0; i < w[t].single.n; i++)
-			su_push(&single, w[t].single.v[i]);
-		done += w[t].done;
-		failed += w[t].failed;
-		failed_expired += w[t].failed_expired;
-		reset_cpu += w[t].cpu_ns;
-	}
-	const char *tw = "tickwheel";
-	report_add(r, tw, "reset_p50", su_quantile(&batch, 0.5), "ns", BETTER_LOWER);
-	report_add(r, tw, "reset_batch_p99", su_quantile(&batch, 0.99), "ns", BETTER_LOWER);
-	report_add(r, tw, "reset_single_p50", su_quantile(&single, 0.5), "ns", BETTER_LOWER);
-	report_add(r, tw, "reset_p90", su_quantile(&single, 0.9), "ns", BETTER_LOWER);
-	report_add(r, tw, "reset_p99", su_quantile(&single, 0.99), "ns", BETTER_LOWER);
-	report_add(r, tw, "reset_p999", su_quantile(&single, 0.999), "ns", BETTER_LOWER);
-	report_add(r, tw, "reset_max", su_quantile(&single, 1), "ns", BETTER_LOWER);
-	report_add(r, tw, "clock_read_ns", su_clock_read_ns(), "ns", BETTER_NEITHER);
-	report_add(r, tw, "resets_done", (double)done, "resets", BETTER_NEITHER);
-	report_add(r, tw, "reset_rate", (double)done / wall_s, "resets/s", BETTER_HIGHER);
-	report_add(r, tw, "resets_failed", (double)failed, "resets", BETTER_LOWER);
-	report_add(r, tw, "resets_failed_expired", (double)failed_expired, "resets", BETTER_LOWER);
-	uint64_t q = atomic_load(&quiet->count), a = atomic_load(&active->count);
-	report_add(r, tw, "expiries", (double)(q + a), "sessions", BETTER_NEITHER);
-	report_add(r, tw, "quiet_not_expired", (double)(c->n_quiet - q), "sessions", BETTER_LOWER);
-	report_add(r, tw, "expired_while_active", (double)a, "sessions", BETTER_LOWER);
-	struct lateness *late = quiet->late;
-	report_add(r, tw, "expiry_late_p50", (double)lateness_percentile_us(late, 0.5), "us",
-		   BETTER_LOWER);
-	report_add(r, tw, "expiry_late_p99", (double)lateness_percentile_us(late, 0.99), "us",
-		   BETTER_LOWER);
-	report_add(r, tw, "expiry_late_max", (double)atomic_load(&late->max_ns) / 1e3, "us",
-		   BETTER_LOWER);
-	report_add(r, tw, "expiries_early", (double)atomic_load(&late->early), "runs",
-		   BETTER_LOWER);
-	report_add(r, tw, "cpu_per_second", cpu_s * 1e3 / wall_s, "ms/s", BETTER_LOWER);
-	report_add(r, tw, "engine_cpu_per_second", (cpu_s - (double)reset_cpu / 1e9) * 1e3 / wall_s,
-		   "ms/s", BETTER_LOWER);
-	report_add(r, tw, "memory_per_session", (double)alloc_growth / (double)c->n, "B",
-		   BETTER_LOWER);
-	report_target(r, "reset_p50", "<=", 100);
-	report_target(r, "reset_p99", "<=", 2000);
-	report_target(r, "resets_failed", "<=", 0);
-	report_target(r, "quiet_not_expired", "<=", 0);
-	report_note(r, "reset_p50: median over batches of 63 resets timed together (ns per reset); "
-		       "reset_p90..max and reset_single_p50: one reset in 64 timed alone, which "
-		       "includes about one clock read (clock_read_ns)");
-	report_note(r, "resets_failed_expired: resets of active sessions that had already "
-		       "expired (expired_while_active: the resetting threads fell behind)");
-	report_note(r, "cpu_per_second: the process (getrusage); engine_cpu_per_second: minus "
-		       "the resetting threads' own CPU; memory_per_session: growth of "
-		       "tw_alloc_bytes() over the adds / sessions");
-	if (batch.oom || single.oom)
-		report_note(r, "out of memory for some latency samples: they were dropped");
-	su_samples_free(&batch);
-	su_samples_free(&single);
-}
-
 static void configure(const struct suite_options *opt, struct setup *c, struct report *r)
 {
 	c->n = opt->sessions ? opt->sessions : opt->quick ? 100000 : 1000000;
@@ -198,6 +131,7 @@ static void configure(const struct suite_options *opt, struct setup *c, struct r
 	c->timeout_ms = (uint64_t)(timeout_s * 1e3 + 0.5);
 	double quiet = opt->quiet > 0 ? opt->quiet : 0.01;
 	c->threads = opt->threads ? opt->threads : 1;
+	c->many = opt->reset_many;
 	c->seconds = opt->seconds > 0 ? opt->seconds : opt->quick ? 3 : 10;
 	/* The quiet sessions are due T after they were added: the run must see them expire. */
 	c->run_s = c->seconds > timeout_s + 1 ? c->seconds : timeout_s + 1;
@@ -212,6 +146,7 @@ static void configure(const struct suite_options *opt, struct setup *c, struct r
 	report_param(r, "executors", opt->executors);
 	report_param(r, "batch", BATCH);
 	report_param(r, "coarse_clock", opt->coarse_clock);
+	report_param(r, "reset_many", opt->reset_many);
 }
 
 int scenario_sessions(const struct suite_options *opt, struct report *r)
@@ -291,7 +226,8 @@ int scenario_sessions(const struct suite_options *opt, struct report *r)
 						  .end_ns = start + (uint64_t)(c.run_s * 1e9),
 						  .rate = c.rate / c.threads,
 						  .rng = opt->seed + t,
-						  .abandon = &abandon };
+						  .abandon = &abandon,
+						  .many = c.many };
 			if (pthread_create(&w[t].thread, NULL, resetter_main, &w[t]))
 				break;
 			started++;
@@ -306,7 +242,7 @@ int scenario_sessions(const struct suite_options *opt, struct report *r)
 			double wall_s = (double)(monotonic_now_ns() - start) / 1e9;
 			double cpu_s = process_cpu_seconds() - cpu0;
 			tw_engine_stop(e, 1000);
-			report_figures(r, &c, w, &quiet, &active, wall_s, cpu_s, alloc_growth);
+			sessions_report(r, &c, w, &quiet, &active, wall_s, cpu_s, alloc_growth);
 		}
 	} else {
 		fprintf(stderr, "tw-perf sessions: set-up: %s\n", tw_strerror(rc));
