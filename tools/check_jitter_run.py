@@ -18,7 +18,7 @@ FIGURES = {
     'lateness_p99': 'us', 'lateness_p99_9': 'us', 'lateness_max': 'us',
     'runs': 'runs', 'runs_before_due': 'runs', 'skipped_overlap': 'firings',
     'skipped_overload': 'firings', 'skipped_missed': 'firings',
-    'cpu_percent': '% of a core', 'cpu_per_run_us': 'us', 'wheel_wakeups': 'wake-ups',
+    'cpu_percent': '% of a core', 'cpu_per_run_us': 'us', 'wheel_wakeups': '1/s',
 }
 
 
