@@ -22,6 +22,7 @@
  * window after the adds.
  */
 #include "bench_engine.h"
+#include "wake_floor.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -131,8 +132,20 @@ static void interval_spread(const struct beat *beats, size_t n, size_t total)
 	free(dev);
 }
 
+/* The machine's own wake-up precision at these periods (wake_floor.h), so
+ * that the interval figures can be read against it. */
+static void floor_row(const struct wake_floor *f)
+{
+	char value[128];
+	snprintf(value, sizeof value, "sd %.1f us; |dev| p50 %.1f p99 %.1f us; %.2f %% > 1 ms",
+		 f->interval_sd_us, f->interval_off_p50_us, f->interval_off_p99_us,
+		 f->intervals ? 100.0 * (double)f->intervals_over_1ms / (double)f->intervals : 0);
+	table_row("  the machine's wake-up floor", value, NULL, INFO);
+}
+
 static void report(struct beat *beats, size_t n, const tw_engine_stats *s0,
-		   const tw_engine_stats *s1, double wall_ns, double cpu_used)
+		   const tw_engine_stats *s1, double wall_ns, double cpu_used,
+		   const struct wake_floor *floor)
 {
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++)
@@ -181,6 +194,8 @@ static void report(struct beat *beats, size_t n, const tw_engine_stats *s0,
 	snprintf(value, sizeof value, "%.1f us (%zu intervals)", sd / 1e3, intervals);
 	table_row("interval std. deviation, pooled", value, "<= 50 us", verdict_le(sd / 1e3, 50));
 	interval_spread(beats, n, total);
+	if (floor)
+		floor_row(floor);
 	snprintf(value, sizeof value, "%.2f us", n ? drift / (double)n / 1e3 : 0.0);
 	table_row("  mean |mean interval - period| per task", value, NULL, INFO);
 	snprintf(value, sizeof value, "overlap %llu overload %llu missed %llu",
@@ -222,6 +237,10 @@ void run_heartbeats(const struct options *opt)
 	for (size_t i = 0, at = 0; i < n; at += beats[i].cap, i++)
 		beats[i].late = late + at;
 
+	/* Before the engine exists: a bare thread, alone (see wake_floor.h). */
+	struct wake_floor floor;
+	bool floor_measured = wake_floor_measure(fmin(seconds, 5), PERIOD_MIN_MS,
+						 PERIOD_MIN_MS + PERIOD_SPAN_MS, &floor) == 0;
 	tw_engine *e = engine_new(opt->executors, false, 0);
 	atomic_store(&overflow, 0);
 	atomic_store(&recording, true);
@@ -245,7 +264,12 @@ void run_heartbeats(const struct options *opt)
 
 	table_note("adding took %.1f ms; the window is %.1f s from the first add",
 		   (double)(added - t0) / 1e6, (double)(t1 - t0) / 1e9);
-	report(beats, n, &s0, &s1, (double)(t1 - added), (double)(c1 - c0));
+	report(beats, n, &s0, &s1, (double)(t1 - added), (double)(c1 - c0),
+	       floor_measured ? &floor : NULL);
+	if (floor_measured)
+		table_note("wake-up floor: one thread on an absolute 1 ms timerfd grid, doing "
+			   "nothing else, %.0f s before the engine was created",
+			   (double)floor.wakes / 1e3);
 	if (atomic_load(&overflow))
 		table_note("WARNING: %llu runs found no room to be recorded",
 			   (unsigned long long)atomic_load(&overflow));
