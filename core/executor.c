@@ -1,12 +1,8 @@
 /*
- * executor.c - the threads that run callbacks.
- *
- * Each executor has its own bounded ring of firings with one producer (the
- * wheel thread) and one consumer (itself), so a push or pop is a couple of
- * atomic loads and a store. An idle executor sleeps on a futex; the wheel
- * thread wakes it once per round, after handing out the round's firings, and
- * only if it sleeps. A full ring refuses the firing: the wheel thread counts
- * it as skipped (overload) instead of building a backlog.
+ * executor.c - the threads that run callbacks: each takes firings from its
+ * own ring (handover.c fills it), runs them, accounts for failures and slow
+ * runs, and ends tasks whose last run it was. An idle executor sleeps on a
+ * futex until the wheel thread kicks it.
  */
 #include "alloc.h"
 #include "internal.h"
@@ -34,101 +30,6 @@ void futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct timespec
 void futex_wake_all(_Atomic uint32_t *word)
 {
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
-}
-
-/* Wheel thread: one more handed over, counted before the executor can see it,
- * so that done never passes handed. */
-static void count_handed(struct executor *x)
-{
-	uint64_t handed = atomic_load_explicit(&x->handed, memory_order_relaxed);
-	atomic_store_explicit(&x->handed, handed + 1, memory_order_release);
-}
-
-bool executor_push(struct executor *x, const struct firing *f)
-{
-	uint64_t tail = atomic_load_explicit(&x->tail, memory_order_relaxed);
-	/* The executor's head is read only when the ring looks full. */
-	if (tail - x->head_seen >= x->capacity) {
-		x->head_seen = atomic_load_explicit(&x->head, memory_order_acquire);
-		if (tail - x->head_seen >= x->capacity)
-			return false;
-	}
-	x->ring[tail & x->mask] = *f;
-	count_handed(x);
-	atomic_store_explicit(&x->tail, tail + 1, memory_order_release);
-	x->kick = true;
-	return true;
-}
-
-/* Counts as a run in progress, so that stop and quiesce wait for it too. */
-void executor_push_release(struct executor *x, struct tw_task *task)
-{
-	count_handed(x);
-	cds_wfcq_node_init(&task->to_release);
-	HANDOVER_RELEASE(task);
-	cds_wfcq_enqueue(&x->releases_head, &x->releases_tail, &task->to_release);
-	x->kick = true;
-}
-
-/*
- * One-shots end at the rate they fire: mailing each through the engine's
- * mailbox made both executors write its tail, and the wheel thread chase a
- * list through the tasks, one cache miss after another. An array can be read
- * ahead. The wheel thread is woken when the ring was empty; the seq_cst pair
- * (tail here, head in executor_take_ended) makes sure that either this sees
- * the ring taken in up to the new task, and wakes it, or it sees the task.
- */
-bool executor_mail_ended(struct executor *x, struct tw_task *task)
-{
-	if (task->mailed)
-		return false;
-	uint64_t tail = atomic_load_explicit(&x->ended_tail, memory_order_relaxed);
-	if (tail - x->ended_head_seen >= ENDED_RING) {
-		x->ended_head_seen = atomic_load_explicit(&x->ended_head, memory_order_acquire);
-		if (tail - x->ended_head_seen >= ENDED_RING)
-			return task_mail(x->engine, task);
-	}
-	task->mailed = true;
-	x->ended[tail & (ENDED_RING - 1)] = task;
-	HANDOVER_RELEASE(task);
-	atomic_store_explicit(&x->ended_tail, tail + 1, memory_order_seq_cst);
-	x->ended_head_seen = atomic_load_explicit(&x->ended_head, memory_order_seq_cst);
-	return x->ended_head_seen == tail;
-}
-
-void executor_take_ended(struct executor *x, void (*take)(struct tw_task *, void *), void *ctx)
-{
-	enum { AHEAD = 8 }; /* tasks whose line 0 is loaded ahead of their turn */
-	uint64_t head = atomic_load_explicit(&x->ended_head, memory_order_relaxed), tail;
-	do {
-		tail = atomic_load_explicit(&x->ended_tail, memory_order_acquire);
-		for (uint64_t i = head; i < tail; i++) {
-			if (i + AHEAD < tail)
-				__builtin_prefetch(x->ended[(i + AHEAD) & (ENDED_RING - 1)], 1);
-			struct tw_task *task = x->ended[i & (ENDED_RING - 1)];
-			HANDOVER_ACQUIRE(task);
-			take(task, ctx);
-		}
-		head = tail;
-		atomic_store_explicit(&x->ended_head, head, memory_order_seq_cst);
-	} while (atomic_load_explicit(&x->ended_tail, memory_order_seq_cst) != head);
-}
-
-static void wake(struct executor *x)
-{
-	atomic_fetch_add_explicit(&x->signal, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&x->sleeping, memory_order_seq_cst))
-		futex_wake_all(&x->signal);
-}
-
-void executors_kick(struct tw_engine *e)
-{
-	for (unsigned i = 0; i < e->executor_count; i++) {
-		struct executor *x = &e->executors[i];
-		if (x->kick)
-			wake(x);
-		x->kick = false;
-	}
 }
 
 static bool pop(struct executor *x, struct firing *f)
@@ -422,7 +323,7 @@ void executors_join(struct tw_engine *e)
 		struct executor *x = &e->executors[i];
 		if (x->ring) {
 			atomic_store(&x->quit, true);
-			wake(x);
+			executor_wake(x);
 			pthread_join(x->thread, NULL);
 			tw_free(x->ring, (x->mask + 1) * sizeof *x->ring);
 			x->ring = NULL;

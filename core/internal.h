@@ -426,6 +426,8 @@ __attribute__((warn_unused_result)) bool executor_mail_ended(struct executor *x,
 void executor_take_ended(struct executor *x, void (*take)(struct tw_task *, void *), void *ctx);
 /* Wheel thread: wakes the executors that got firings since the last call. */
 void executors_kick(struct tw_engine *e);
+/* Wakes x if it sleeps (its signal moves either way). */
+void executor_wake(struct executor *x);
 void executors_join(struct tw_engine *e);
 /* Whether no run was in progress, at one instant during the call. */
 bool runs_idle(struct tw_engine *e);
