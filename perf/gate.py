@@ -57,7 +57,8 @@ NEW_BASELINE_TOLERANCES = {'instr': 0.02}
 
 # The dumps tw-perf icount makes, in its order: a run missing one is broken.
 PHASES = ('wheel_add', 'wheel_reschedule', 'wheel_cancel', 'wheel_expiry', 'engine_add',
-          'engine_postpone', 'engine_reschedule_earlier', 'engine_cancel', 'engine_dispatch')
+          'engine_postpone', 'engine_postpone_many', 'engine_reschedule_earlier',
+          'engine_cancel', 'engine_dispatch')
 
 # collect-atstart stays yes: callgrind's collection state is per thread, and
 # the engine's wheel thread and executors must count in every phase.

@@ -20,6 +20,7 @@ enum {
 	EXECUTORS = 2,                 /* fixed: counts must not depend on the CPU count */
 	DEFAULT_N = 100000,
 	QUICK_N = 10000,
+	MANY_PER_CALL = 64, /* ids per tw_set_delay_many call */
 };
 
 /* Each loop visits the entries in its own permutation, so that no operation
