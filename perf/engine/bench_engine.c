@@ -274,6 +274,13 @@ int empty_callback(const tw_fire *fire, void *arg)
 	return 0;
 }
 
+int touching_callback(const tw_fire *fire, void *arg)
+{
+	(void)fire;
+	((struct user_state *)arg)->runs++;
+	return 0;
+}
+
 /* ---- main ---- */
 
 static void usage(FILE *out)

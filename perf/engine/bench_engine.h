@@ -91,6 +91,13 @@ void engine_end(tw_engine *e); /* stop, then destroy */
 /* "N executors" for titles; 0 reads as one per online CPU. Static buffer. */
 const char *executors_label(unsigned executors);
 int empty_callback(const tw_fire *fire, void *arg);
+/* A callback that does what most do first: touches its own state (arg, one
+ * struct user_state of a line each, runs is counted there). */
+struct user_state {
+	uint64_t runs;
+	char rest[56];
+};
+int touching_callback(const tw_fire *fire, void *arg);
 void *xmalloc(size_t size);
 void *xcalloc(size_t n, size_t size);
 

@@ -11,7 +11,8 @@
  *     they were added, which is their order in memory: a best case;
  *  B. the same with the tasks filed in random order, so that consecutive
  *     firings touch tasks far apart in memory (cache and TLB misses), as the
- *     firings of real timers do;
+ *     firings of real timers do; B' the same with a callback that touches
+ *     its own 64-byte state (arg), as most callbacks do first;
  *  C. manual clock, N one-shots all due in the same tick: per round add N
  *     (untimed, then tw_advance(0) so the wheel has filed them), then time
  *     tw_advance(1) + tw_quiesce(). On the real clock one-shots cannot be
@@ -75,8 +76,10 @@ static unsigned queue_for(size_t tasks, unsigned executors)
 	return per > 4096 ? (unsigned)per : 4096;
 }
 
-static void periodic_manual(const struct options *opt, size_t n, double seconds, bool shuffled)
+static void periodic_manual(const struct options *opt, size_t n, double seconds, bool shuffled,
+			    bool touching)
 {
+	struct user_state *state = touching ? xcalloc(n, sizeof *state) : NULL;
 	/* With executors = 0 the engine uses one per CPU; size each queue for N. */
 	tw_engine *e = engine_new(opt->executors, true, queue_for(n, 1));
 	if (shuffled) {
@@ -84,9 +87,13 @@ static void periodic_manual(const struct options *opt, size_t n, double seconds,
 		 * re-files them in that order, so each firing touches a task far
 		 * from the previous one in memory, as with real traffic. */
 		tw_id *ids = xmalloc(n * sizeof *ids);
-		tw_task_spec spec = { .delay_ms = 2, .period_ms = 1, .callback = empty_callback };
-		for (size_t i = 0; i < n; i++)
+		tw_task_spec spec = { .delay_ms = 2,
+				      .period_ms = 1,
+				      .callback = touching ? touching_callback : empty_callback };
+		for (size_t i = 0; i < n; i++) {
+			spec.arg = touching ? &state[i] : NULL;
 			check(tw_add(e, &spec, &ids[i]), "tw_add");
+		}
 		check(tw_advance(e, 0), "tw_advance");
 		uint64_t rng = opt->seed;
 		uint32_t *order = random_permutation(n, &rng);
@@ -112,14 +119,18 @@ static void periodic_manual(const struct options *opt, size_t n, double seconds,
 	} while ((double)(t1 - t0) < seconds * 1e9);
 	uint64_t c1 = cpu_ns();
 	get_stats(e, &s1);
-	char figure[64];
-	snprintf(figure, sizeof figure, "%s %zu x 1 ms periodic, manual%s", shuffled ? "B." : "A.",
-		 n, shuffled ? ", shuffled" : "");
+	char figure[96];
+	if (touching)
+		snprintf(figure, sizeof figure, "B'. %zu as B, callback touches arg", n);
+	else
+		snprintf(figure, sizeof figure, "%s %zu x 1 ms periodic, manual%s",
+			 shuffled ? "B." : "A.", n, shuffled ? ", shuffled" : "");
 	throughput_row(figure, (double)(s1.runs - s0.runs), (double)(t1 - t0), (double)(c1 - c0),
 		       skips(&s1) - skips(&s0));
 	table_note("  %llu rounds of tw_advance(1) + tw_quiesce(), %.0f us each",
 		   (unsigned long long)rounds, (double)(t1 - t0) / (double)rounds / 1e3);
 	engine_end(e);
+	free(state);
 }
 
 static void oneshots_manual(const struct options *opt, size_t n)
@@ -187,8 +198,9 @@ void run_dispatch(const struct options *opt)
 		 executors_label(opt->executors));
 	table_header(title);
 	table_note("measured: runs from tw_stats / wall time; CPU from getrusage (all threads)");
-	periodic_manual(opt, n, seconds, false);
-	periodic_manual(opt, n, seconds, true);
+	periodic_manual(opt, n, seconds, false, false);
+	periodic_manual(opt, n, seconds, true, false);
+	periodic_manual(opt, n, seconds, true, true);
 	oneshots_manual(opt, n);
 	periodic_real(opt, m, seconds);
 }
