@@ -43,12 +43,20 @@ static bool pop(struct executor *x, struct firing *f)
 	}
 	*f = x->ring[head & x->mask];
 	atomic_store_explicit(&x->head, head + 1, memory_order_release);
-	if (head + 1 != x->tail_seen) { /* the next run's task: its hot line, its cold lines */
-		struct tw_task *next = x->ring[(head + 1) & x->mask].task;
-		struct task_cold *cold = task_cold(next);
-		__builtin_prefetch(next, 1);
+	/* Two runs ahead: the task's hot line and cold lines. One run ahead: what
+	 * its callback will most likely touch first, its arg, read from the cold
+	 * line fetched one pop ago. */
+	if (head + 2 < x->tail_seen) {
+		struct tw_task *after_next = x->ring[(head + 2) & x->mask].task;
+		struct task_cold *cold = task_cold(after_next);
+		__builtin_prefetch(after_next, 1);
 		__builtin_prefetch(cold, 1);
 		__builtin_prefetch(&cold->consecutive_failures, 1);
+	}
+	if (head + 1 < x->tail_seen) {
+		void *arg = task_cold(x->ring[(head + 1) & x->mask].task)->arg;
+		if (arg) /* for reading: many tasks may share one arg */
+			__builtin_prefetch(arg, 0);
 	}
 	return true;
 }
