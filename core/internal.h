@@ -151,6 +151,7 @@ _Static_assert((TW_MAX_DELAY_MS >> 31) <= UINT16_MAX, "wide values fit");
  */
 enum {
 	TABLE_CHUNK_BITS = 11,
+	TABLE_CHUNK_MASK = (1 << TABLE_CHUNK_BITS) - 1, /* a slot's place in its chunk */
 	TABLE_CHUNK_SLOTS = 1077,
 	TABLE_CHUNK_MAIL = TABLE_CHUNK_SLOTS * 64, /* offset of the mail links */
 	TABLE_CHUNK_COLD =

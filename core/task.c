@@ -113,7 +113,7 @@ static struct tw_task *slot_at(struct task_dir *d, uint32_t index)
 {
 	struct tw_task *chunk =
 		atomic_load_explicit(&d->chunk[index >> TABLE_CHUNK_BITS], memory_order_acquire);
-	return &chunk[index & ((1u << TABLE_CHUNK_BITS) - 1)];
+	return &chunk[index & TABLE_CHUNK_MASK];
 }
 
 struct tw_task *table_take(struct task_table *t, tw_id *id, int *error)
@@ -160,7 +160,7 @@ struct tw_task *table_slot(struct task_table *t, tw_id id)
 	uint32_t index = id_index(id);
 	if (!id ||
 	    (index >> TABLE_CHUNK_BITS) >= atomic_load_explicit(&d->chunks, memory_order_acquire) ||
-	    (index & ((1u << TABLE_CHUNK_BITS) - 1)) >= TABLE_CHUNK_SLOTS)
+	    (index & TABLE_CHUNK_MASK) >= TABLE_CHUNK_SLOTS)
 		return NULL;
 	return slot_at(d, index);
 }
