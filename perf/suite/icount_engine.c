@@ -135,11 +135,8 @@ int icount_engine_phases(const struct workload *shared, tw_id *ids)
 
 /* K one-shots due within a second, one advance over all of them: the wheel's
  * expiry, the hand-over, the run on an executor and the completion. */
-int icount_dispatch_phase(const struct workload *shared, tw_id *ids)
+int icount_dispatch_phase(const struct workload *wl, tw_id *ids)
 {
-	/* A copy no other function can see, so that the loops keep its arrays in
-	 * registers: the gate counts the loops' own instructions too. */
-	const struct workload copy = *shared, *wl = &copy;
 	size_t n = wl->n;
 	tw_engine *e = manual_engine(n);
 	if (!e)
