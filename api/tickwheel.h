@@ -46,6 +46,27 @@
 extern "C" {
 #endif
 
+/*
+ * Versions. The library follows semantic versioning: a new MINOR only adds
+ * (functions, codes, flags, struct fields at the end), a new MAJOR may break
+ * callers and changes the shared library's soname (libtickwheel.so.MAJOR).
+ * TW_VERSION_* say which header a program was built with, tw_version() which
+ * library it runs with.
+ */
+#define TW_VERSION_MAJOR 1
+#define TW_VERSION_MINOR 0
+#define TW_VERSION_PATCH 0
+#define TW_VERSION_STRING "1.0.0"
+/* MAJOR * 10000 + MINOR * 100 + PATCH, for #if TW_VERSION_NUMBER >= ... */
+#define TW_VERSION_NUMBER (TW_VERSION_MAJOR * 10000 + TW_VERSION_MINOR * 100 + TW_VERSION_PATCH)
+
+/* Marks the library's exported functions; everything else in it is hidden. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TW_API __attribute__((visibility("default")))
+#else
+#define TW_API
+#endif
+
 typedef struct tw_engine tw_engine;
 typedef uint64_t tw_id; /* engine-assigned, never reused; 0 is never an id */
 
@@ -142,16 +163,58 @@ typedef struct {
 	uint64_t lateness_max_ns;
 } tw_engine_stats;
 
-void tw_config_init(tw_config *cfg);
-int tw_engine_create(const tw_config *cfg, tw_engine **out); /* cfg may be NULL */
+/*
+ * Growing structs without breaking callers. tw_config, tw_task_spec,
+ * tw_task_info and tw_engine_stats gain fields at their end in minor
+ * releases. The calls that take or fill them are static inline functions
+ * below that pass the library the size of the struct the program was
+ * compiled with (the Linux kernel's rule for openat2 and clone3):
+ *  - a struct the library reads (tw_config, tw_task_spec) that is shorter
+ *    than the library's own gets the defaults for the fields it lacks (zero,
+ *    or tw_config_init's values); a longer one is accepted only if every
+ *    byte the library does not know is zero, else -TW_EINVAL;
+ *  - a struct the library fills (tw_task_info, tw_engine_stats) is filled up
+ *    to the caller's size; bytes past the library's own size are zeroed.
+ * So a program built against an older header keeps working with a newer
+ * library of the same major version. Initialize structs you hand in with
+ * tw_config_init or "= {0}" (or designated initializers), never leave
+ * fields unset. tw_fire, which the library hands to callbacks, only ever
+ * grows at its end. The *_sized functions are the exported symbols; call
+ * them directly only from bindings that cannot use the inline functions.
+ */
+TW_API void tw_config_init_sized(tw_config *cfg, size_t size);
+TW_API int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out);
+TW_API int tw_add_sized(tw_engine *e, const tw_task_spec *spec, size_t size, tw_id *out);
+TW_API int tw_get_sized(tw_engine *e, tw_id id, tw_task_info *out, size_t size);
+TW_API int tw_stats_sized(tw_engine *e, tw_engine_stats *out, size_t size);
+
+/* The library's version, "MAJOR.MINOR.PATCH"; a static string. */
+TW_API const char *tw_version(void);
+
+/* Sets every field to its default (the values documented in tw_config). */
+static inline void tw_config_init(tw_config *cfg)
+{
+	tw_config_init_sized(cfg, sizeof *cfg);
+}
+
+/* cfg may be NULL: the defaults. */
+static inline int tw_engine_create(const tw_config *cfg, tw_engine **out)
+{
+	return tw_engine_create_sized(cfg, sizeof *cfg, out);
+}
+
 /* Stops firing, refuses new operations, waits up to drain_timeout_ms for runs
  * in progress (-TW_ETIMEDOUT if some are still going) and releases every task. */
-int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms);
+TW_API int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms);
 /* Stops the engine if needed, waits for every run still going, frees all. */
-void tw_engine_destroy(tw_engine *e);
+TW_API void tw_engine_destroy(tw_engine *e);
 
-int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out);
-int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms); /* next due = now + delay */
+static inline int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
+{
+	return tw_add_sized(e, spec, sizeof *spec, out);
+}
+
+TW_API int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms); /* next due = now + delay */
 /*
  * tw_set_delay on many tasks at once, as a gateway that reads its messages in
  * batches resets their sessions: each task's next due = now + delay_ms, now
@@ -163,16 +226,27 @@ int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms); /* next due = now +
  * delay that would overflow, -TW_ESHUTDOWN after stop: then no task is
  * touched and results is left as it was.
  */
-int tw_set_delay_many(tw_engine *e, const tw_id *ids, size_t n, uint64_t delay_ms, int *results);
-int tw_set_period(tw_engine *e, tw_id id, uint64_t period_ms); /* from the next firing on */
-int tw_pause(tw_engine *e, tw_id id);
-int tw_resume(tw_engine *e, tw_id id); /* next due = now + period (one-shot: + its delay) */
-int tw_cancel(tw_engine *e, tw_id id);
-int tw_get(tw_engine *e, tw_id id, tw_task_info *out); /* lock-free read */
-int tw_stats(tw_engine *e, tw_engine_stats *out);
-const char *tw_strerror(int code);
-int tw_advance(tw_engine *e, uint64_t ms); /* manual clock only */
-int tw_quiesce(tw_engine *e);              /* waits until no run is in progress */
+TW_API int tw_set_delay_many(tw_engine *e, const tw_id *ids, size_t n, uint64_t delay_ms,
+			     int *results);
+TW_API int tw_set_period(tw_engine *e, tw_id id, uint64_t period_ms); /* from the next firing on */
+TW_API int tw_pause(tw_engine *e, tw_id id);
+TW_API int tw_resume(tw_engine *e, tw_id id); /* next due = now + period (one-shot: + its delay) */
+TW_API int tw_cancel(tw_engine *e, tw_id id);
+
+/* A task's state and counts; a lock-free read. */
+static inline int tw_get(tw_engine *e, tw_id id, tw_task_info *out)
+{
+	return tw_get_sized(e, id, out, sizeof *out);
+}
+
+static inline int tw_stats(tw_engine *e, tw_engine_stats *out)
+{
+	return tw_stats_sized(e, out, sizeof *out);
+}
+
+TW_API const char *tw_strerror(int code);
+TW_API int tw_advance(tw_engine *e, uint64_t ms); /* manual clock only */
+TW_API int tw_quiesce(tw_engine *e);              /* waits until no run is in progress */
 
 /*
  * Parses a duration as people write it into nanoseconds: a decimal number and
@@ -180,12 +254,12 @@ int tw_quiesce(tw_engine *e);              /* waits until no run is in progress 
  * number is milliseconds. -TW_EINVAL for anything else (a range included),
  * -TW_ERANGE beyond 2^64 ns. Fractions finer than 1 ns are dropped.
  */
-int tw_parse_duration(const char *text, uint64_t *out_ns);
+TW_API int tw_parse_duration(const char *text, uint64_t *out_ns);
 
 /* The same for a range, "100-500ms" or "1s-2m" (a unit written once, after
  * the range, applies to both ends); a single duration gives lo == hi.
  * -TW_EINVAL when the low end is above the high end. */
-int tw_parse_duration_range(const char *text, uint64_t *lo_ns, uint64_t *hi_ns);
+TW_API int tw_parse_duration_range(const char *text, uint64_t *lo_ns, uint64_t *hi_ns);
 
 #ifdef __cplusplus
 }

@@ -50,18 +50,18 @@ static int flags(size_t alignment)
 
 /* jemalloc counts an aligned allocation at its size class, not the padding it
  * trims off to align it. */
-void *tw_alloc_aligned(size_t size, size_t alignment)
+void *tw__alloc_aligned(size_t size, size_t alignment)
 {
 	return mallocx(size, flags(alignment));
 }
 
-void tw_free_aligned(void *p, size_t size, size_t alignment)
+void tw__free_aligned(void *p, size_t size, size_t alignment)
 {
 	if (p)
 		sdallocx(p, size, flags(alignment));
 }
 
-uint64_t tw_alloc_bytes(void)
+uint64_t tw__alloc_bytes(void)
 {
 	pthread_once(&arena_once, make_arena);
 	uint64_t epoch = 1;
@@ -80,7 +80,7 @@ uint64_t tw_alloc_bytes(void)
 static _Atomic uint64_t allocated;
 
 /* posix_memalign: aligned_alloc would round a chunk up to its alignment. */
-void *tw_alloc_aligned(size_t size, size_t alignment)
+void *tw__alloc_aligned(size_t size, size_t alignment)
 {
 	void *p;
 	if (posix_memalign(&p, alignment, size) != 0)
@@ -89,7 +89,7 @@ void *tw_alloc_aligned(size_t size, size_t alignment)
 	return p;
 }
 
-void tw_free_aligned(void *p, size_t size, size_t alignment)
+void tw__free_aligned(void *p, size_t size, size_t alignment)
 {
 	(void)alignment;
 	if (p)
@@ -97,18 +97,18 @@ void tw_free_aligned(void *p, size_t size, size_t alignment)
 	free(p);
 }
 
-uint64_t tw_alloc_bytes(void)
+uint64_t tw__alloc_bytes(void)
 {
 	return atomic_load_explicit(&allocated, memory_order_relaxed);
 }
 #endif
 
-void *tw_alloc(size_t size)
+void *tw__alloc(size_t size)
 {
-	return tw_alloc_aligned(size, TW_ALLOC_ALIGN);
+	return tw__alloc_aligned(size, TW_ALLOC_ALIGN);
 }
 
-void tw_free(void *p, size_t size)
+void tw__free(void *p, size_t size)
 {
-	tw_free_aligned(p, size, TW_ALLOC_ALIGN);
+	tw__free_aligned(p, size, TW_ALLOC_ALIGN);
 }

@@ -11,12 +11,12 @@
 
 enum { TW_ALLOC_ALIGN = 64 }; /* a cache line: tasks are aligned to one */
 
-void *tw_alloc(size_t size);
-void tw_free(void *p, size_t size);
+void *tw__alloc(size_t size);
+void tw__free(void *p, size_t size);
 /* The same with a larger alignment (a power of two); freed with the same. */
-void *tw_alloc_aligned(size_t size, size_t alignment);
-void tw_free_aligned(void *p, size_t size, size_t alignment);
+void *tw__alloc_aligned(size_t size, size_t alignment);
+void tw__free_aligned(void *p, size_t size, size_t alignment);
 /* Bytes the engine's allocations hold now (jemalloc: the arena's own count). */
-uint64_t tw_alloc_bytes(void);
+uint64_t tw__alloc_bytes(void);
 
 #endif

@@ -15,7 +15,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-uint64_t engine_now_ns(const struct tw_engine *e)
+uint64_t tw__engine_now_ns(const struct tw_engine *e)
 {
 	if (e->cfg.manual_clock)
 		return atomic_load_explicit(&e->manual_now_ns, memory_order_acquire);
@@ -31,9 +31,9 @@ static __attribute__((noinline)) uint64_t coarse_now_ns(const struct tw_engine *
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + e->coarse_slack_ns;
 }
 
-uint64_t engine_call_now_ns(const struct tw_engine *e)
+uint64_t tw__engine_call_now_ns(const struct tw_engine *e)
 {
-	return e->coarse_slack_ns ? coarse_now_ns(e) : engine_now_ns(e);
+	return e->coarse_slack_ns ? coarse_now_ns(e) : tw__engine_now_ns(e);
 }
 
 /*
@@ -41,17 +41,17 @@ uint64_t engine_call_now_ns(const struct tw_engine *e)
  * grid: a due on the grid is fired at its own tick, so its lateness is the
  * engine's alone, and rounding up never shortens a delay (it may add < 1 ms).
  */
-uint64_t engine_due_at_ns(const struct tw_engine *e, uint64_t now_ns, uint64_t delay_ms)
+uint64_t tw__engine_due_at_ns(const struct tw_engine *e, uint64_t now_ns, uint64_t delay_ms)
 {
-	return e->epoch_ns + (engine_tick_of(e, now_ns) + delay_ms) * NS_PER_MS;
+	return e->epoch_ns + (tw__engine_tick_of(e, now_ns) + delay_ms) * NS_PER_MS;
 }
 
-uint64_t engine_tick_of(const struct tw_engine *e, uint64_t due_ns)
+uint64_t tw__engine_tick_of(const struct tw_engine *e, uint64_t due_ns)
 {
 	return due_ns > e->epoch_ns ? (due_ns - e->epoch_ns + NS_PER_MS - 1) / NS_PER_MS : 0;
 }
 
-void engine_log(const struct tw_engine *e, int level, const char *fmt, ...)
+void tw__engine_log(const struct tw_engine *e, int level, const char *fmt, ...)
 {
 	if (!e->cfg.log)
 		return;
@@ -63,15 +63,22 @@ void engine_log(const struct tw_engine *e, int level, const char *fmt, ...)
 	e->cfg.log(level, message, e->cfg.log_arg);
 }
 
-void tw_config_init(tw_config *cfg)
+static void config_defaults(tw_config *cfg)
 {
-	if (!cfg)
-		return;
 	memset(cfg, 0, sizeof *cfg);
 	cfg->queue_capacity = 4096;
 	cfg->max_failures = 10;
 	cfg->slow_run_ms = 100;
 	cfg->retain_ms = 5000;
+}
+
+void tw_config_init_sized(tw_config *cfg, size_t size)
+{
+	if (!cfg)
+		return;
+	tw_config defaults;
+	config_defaults(&defaults);
+	tw__struct_out(cfg, size, &defaults, sizeof defaults);
 }
 
 const char *tw_strerror(int code)
@@ -120,31 +127,32 @@ static void close_descriptors(struct tw_engine *e)
 
 static void free_engine(struct tw_engine *e)
 {
-	executors_join(e);
+	tw__executors_join(e);
 	/* Reaped slots go back to the table from call_rcu callbacks. */
 	urcu_memb_barrier();
-	table_fini(&e->table);
+	tw__table_fini(&e->table);
 	close_descriptors(e);
 	pthread_mutex_destroy(&e->lock);
 	pthread_cond_destroy(&e->cond);
-	tw_free(e->executors, e->executor_count * sizeof *e->executors);
-	tw_free(e, sizeof *e);
+	tw__free(e->executors, e->executor_count * sizeof *e->executors);
+	tw__free(e, sizeof *e);
 }
 
-int tw_engine_create(const tw_config *cfg, tw_engine **out)
+int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 {
 	if (!out)
 		return -TW_EINVAL;
 	*out = NULL;
-	rcu_ensure_registered();
-	struct tw_engine *e = tw_alloc(sizeof *e);
+	tw_config config;
+	config_defaults(&config);
+	if (cfg && tw__struct_in(&config, sizeof config, cfg, size))
+		return -TW_EINVAL;
+	tw__rcu_ensure_registered();
+	struct tw_engine *e = tw__alloc(sizeof *e);
 	if (!e)
 		return -TW_ENOMEM;
 	memset(e, 0, sizeof *e);
-	if (cfg)
-		e->cfg = *cfg;
-	else
-		tw_config_init(&e->cfg);
+	e->cfg = config;
 	e->timer_fd = e->wake_fd = e->epoll_fd = -1;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->cond, NULL);
@@ -160,25 +168,25 @@ int tw_engine_create(const tw_config *cfg, tw_engine **out)
 	    !clock_getres(CLOCK_MONOTONIC_COARSE, &coarse_tick))
 		e->coarse_slack_ns = 2 * ((uint64_t)coarse_tick.tv_sec * 1000000000u +
 					  (uint64_t)coarse_tick.tv_nsec);
-	wheel_init(&e->wheel, 0);
+	tw__wheel_init(&e->wheel, 0);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	e->executor_count = e->cfg.executors ? e->cfg.executors : (unsigned)(cpus > 0 ? cpus : 1);
-	e->executors = tw_alloc(e->executor_count * sizeof *e->executors);
-	int rc = e->executors ? table_init(&e->table) : -TW_ENOMEM;
+	e->executors = tw__alloc(e->executor_count * sizeof *e->executors);
+	int rc = e->executors ? tw__table_init(&e->table) : -TW_ENOMEM;
 	if (rc == TW_OK) {
 		memset(e->executors, 0, e->executor_count * sizeof *e->executors);
 		rc = open_descriptors(e);
 	}
 	if (rc == TW_OK)
-		rc = executors_start(e);
+		rc = tw__executors_start(e);
 	if (rc == TW_OK)
-		rc = wheel_thread_start(e);
+		rc = tw__wheel_thread_start(e);
 	if (rc != TW_OK) {
 		atomic_store(&e->stopping, true);
 		if (e->executors)
 			free_engine(e);
 		else
-			tw_free(e, sizeof *e);
+			tw__free(e, sizeof *e);
 		return rc;
 	}
 	*out = e;
@@ -191,17 +199,17 @@ static void stop_task(struct tw_task *task, void *ctx)
 	struct tw_engine *e = ctx;
 	if (!atomic_load_explicit(&task->id, memory_order_acquire))
 		return;
-	task_lock(task);
+	tw__task_lock(task);
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	struct after_unlock after = { 0 };
 	if (atomic_load_explicit(&task->id, memory_order_relaxed)) {
 		if (state != TW_COMPLETED && state != TW_STOPPED) {
-			task_end(&e->api_ends, task, TW_STOPPED);
+			tw__task_end(&e->api_ends, task, TW_STOPPED);
 		}
 		atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
-		task_end_if_idle(e, task, NULL, &after);
+		tw__task_end_if_idle(e, task, NULL, &after);
 	}
-	task_unlock(task);
+	tw__task_unlock(task);
 	after_unlock_run(after);
 }
 
@@ -216,10 +224,10 @@ static bool wait_runs(struct tw_engine *e, uint64_t deadline_ns)
 	atomic_fetch_add_explicit(&e->drain_waiters, 1, memory_order_seq_cst);
 	for (;;) {
 		uint32_t signal = atomic_load_explicit(&e->drain_signal, memory_order_seq_cst);
-		if ((drained = runs_idle(e)))
+		if ((drained = tw__runs_idle(e)))
 			break;
 		if (!deadline_ns) {
-			futex_wait(&e->drain_signal, signal, NULL);
+			tw__futex_wait(&e->drain_signal, signal, NULL);
 			continue;
 		}
 		uint64_t now = monotonic_ns();
@@ -228,7 +236,7 @@ static bool wait_runs(struct tw_engine *e, uint64_t deadline_ns)
 		uint64_t left = deadline_ns - now;
 		struct timespec wait = { .tv_sec = (time_t)(left / 1000000000u),
 					 .tv_nsec = (long)(left % 1000000000u) };
-		futex_wait(&e->drain_signal, signal, &wait);
+		tw__futex_wait(&e->drain_signal, signal, &wait);
 	}
 	atomic_fetch_sub_explicit(&e->drain_waiters, 1, memory_order_relaxed);
 	return drained;
@@ -240,13 +248,13 @@ static int stop_firing(struct tw_engine *e)
 {
 	if (atomic_exchange(&e->stopping, true))
 		return -TW_ESHUTDOWN;
-	rcu_ensure_registered();
+	tw__rcu_ensure_registered();
 	atomic_thread_fence(memory_order_seq_cst); /* pairs with the one in tw_add */
-	wheel_thread_join(e);                      /* no firing after this */
+	tw__wheel_thread_join(e);                      /* no firing after this */
 	pthread_mutex_lock(&e->lock);              /* tw_advance() callers stop waiting */
 	pthread_cond_broadcast(&e->cond);
 	pthread_mutex_unlock(&e->lock);
-	table_for_each(&e->table, stop_task, e);
+	tw__table_for_each(&e->table, stop_task, e);
 	return TW_OK;
 }
 
@@ -257,12 +265,12 @@ int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms)
 	int rc = stop_firing(e);
 	if (rc != TW_OK)
 		return rc;
-	if (engine_on_executor(e))
+	if (tw__engine_on_executor(e))
 		return TW_OK; /* a callback cannot wait for itself to return */
 	uint64_t limit = drain_timeout_ms < TW_MAX_DELAY_MS ? drain_timeout_ms : TW_MAX_DELAY_MS;
 	bool drained = wait_runs(e, monotonic_ns() + limit * NS_PER_MS);
 	if (!drained)
-		engine_log(e, TW_LOG_WARNING, "stop: runs still in progress after %llu ms",
+		tw__engine_log(e, TW_LOG_WARNING, "stop: runs still in progress after %llu ms",
 			   (unsigned long long)drain_timeout_ms);
 	return drained ? TW_OK : -TW_ETIMEDOUT;
 }
@@ -271,8 +279,8 @@ void tw_engine_destroy(tw_engine *e)
 {
 	if (!e)
 		return;
-	if (engine_on_executor(e)) {
-		engine_log(e, TW_LOG_ERROR, "tw_engine_destroy called from a callback: ignored");
+	if (tw__engine_on_executor(e)) {
+		tw__engine_log(e, TW_LOG_ERROR, "tw_engine_destroy called from a callback: ignored");
 		return;
 	}
 	stop_firing(e);  /* -TW_ESHUTDOWN: the user stopped it already */
@@ -299,7 +307,7 @@ int tw_advance(tw_engine *e, uint64_t ms)
 	}
 	atomic_store_explicit(&e->manual_now_ns, now + ms * NS_PER_MS, memory_order_release);
 	uint64_t asked = ++e->advance_asked;
-	engine_wake(e);
+	tw__engine_wake(e);
 	while (e->advance_done < asked && !atomic_load(&e->stopping))
 		pthread_cond_wait(&e->cond, &e->lock);
 	pthread_mutex_unlock(&e->lock);
@@ -310,7 +318,7 @@ int tw_quiesce(tw_engine *e)
 {
 	if (!e)
 		return -TW_EINVAL;
-	if (engine_on_executor(e))
+	if (tw__engine_on_executor(e))
 		return -TW_ESTATE;
 	wait_runs(e, 0);
 	return TW_OK;
@@ -336,14 +344,12 @@ static void count_state(struct tw_task *task, void *ctx)
 	}
 }
 
-int tw_stats(tw_engine *e, tw_engine_stats *out)
+static void gather_stats(tw_engine *e, tw_engine_stats *out)
 {
-	if (!e || !out)
-		return -TW_EINVAL;
 	memset(out, 0, sizeof *out);
-	table_for_each(&e->table, count_state, out);
+	tw__table_for_each(&e->table, count_state, out);
 	out->tasks_live = out->tasks_waiting + out->tasks_running + out->tasks_paused;
-	ends_total(e, &out->tasks_completed, &out->tasks_stopped);
+	tw__ends_total(e, &out->tasks_completed, &out->tasks_stopped);
 	out->skipped_overlap = atomic_load(&e->skipped_overlap);
 	out->skipped_overload = atomic_load(&e->skipped_overload);
 	out->skipped_missed = atomic_load(&e->skipped_missed);
@@ -359,6 +365,19 @@ int tw_stats(tw_engine *e, tw_engine_stats *out)
 		uint64_t max = atomic_load(&x->lateness_max_ns);
 		if (max > out->lateness_max_ns)
 			out->lateness_max_ns = max;
+	}
+}
+
+int tw_stats_sized(tw_engine *e, tw_engine_stats *out, size_t size)
+{
+	if (!e || !out)
+		return -TW_EINVAL;
+	if (size == sizeof *out) {
+		gather_stats(e, out);
+	} else {
+		tw_engine_stats stats;
+		gather_stats(e, &stats);
+		tw__struct_out(out, size, &stats, sizeof stats);
 	}
 	return TW_OK;
 }

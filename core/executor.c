@@ -17,17 +17,17 @@
 
 static _Thread_local struct tw_engine *executing_for; /* set on executor threads */
 
-bool engine_on_executor(const struct tw_engine *e)
+bool tw__engine_on_executor(const struct tw_engine *e)
 {
 	return executing_for == e;
 }
 
-void futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct timespec *timeout)
+void tw__futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct timespec *timeout)
 {
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, timeout, NULL, 0);
 }
 
-void futex_wake_all(_Atomic uint32_t *word)
+void tw__futex_wake_all(_Atomic uint32_t *word)
 {
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
@@ -115,12 +115,12 @@ static void run_ended(struct executor *x, struct tw_task *task, struct after_unl
 		if (atomic_load_explicit(&task->due_ns, memory_order_relaxed)) {
 			atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
 		} else {
-			task_end(&x->ends, task, TW_COMPLETED);
+			tw__task_end(&x->ends, task, TW_COMPLETED);
 			state = TW_COMPLETED;
 		}
 	}
 	if (state == TW_COMPLETED || state == TW_STOPPED)
-		task_end_if_idle(e, task, x, after);
+		tw__task_end_if_idle(e, task, x, after);
 }
 
 /*
@@ -156,11 +156,11 @@ static void run_finished(struct executor *x)
 	atomic_store_explicit(&x->done, done, memory_order_seq_cst);
 	if (atomic_load_explicit(&e->drain_waiters, memory_order_seq_cst)) {
 		atomic_fetch_add_explicit(&e->drain_signal, 1, memory_order_seq_cst);
-		futex_wake_all(&e->drain_signal);
+		tw__futex_wake_all(&e->drain_signal);
 	}
 }
 
-bool runs_idle(struct tw_engine *e)
+bool tw__runs_idle(struct tw_engine *e)
 {
 	for (;;) {
 		uint64_t before = 0, after = 0;
@@ -189,7 +189,7 @@ static void run(struct executor *x, const struct firing *f)
 	struct tw_engine *e = x->engine;
 	struct tw_task *task = f->task;
 	struct task_cold *cold = task_cold(task);
-	task_lock(task);
+	tw__task_lock(task);
 	bool starts = may_start(e, task, f);
 	tw_fire fire = {
 		.id = atomic_load_explicit(&task->id, memory_order_relaxed),
@@ -197,12 +197,12 @@ static void run(struct executor *x, const struct firing *f)
 		.run = starts ? bump(&cold->runs) : 0,
 		.skipped = f->skipped,
 	};
-	task_unlock(task);
+	tw__task_unlock(task);
 	int rc = 0;
 	uint64_t took = 0;
 	if (starts) {
 		uint64_t start = monotonic_ns();
-		uint64_t now = e->cfg.manual_clock ? engine_now_ns(e) : start;
+		uint64_t now = e->cfg.manual_clock ? tw__engine_now_ns(e) : start;
 		note_lateness(x, now > f->due_ns ? now - f->due_ns : 0);
 		bump(&x->runs);
 		rc = cold->callback(&fire, cold->arg);
@@ -213,13 +213,13 @@ static void run(struct executor *x, const struct firing *f)
 	} else {
 		bump(&x->dropped);
 	}
-	task_lock(task);
+	tw__task_lock(task);
 	uint32_t paused_after = starts ? account(x, task, cold, rc, took) : 0;
 	struct after_unlock after = { 0 };
 	run_ended(x, task, &after);
-	task_unlock(task);
+	tw__task_unlock(task);
 	if (paused_after)
-		engine_log(e, TW_LOG_WARNING, "task %llu paused after %u failures in a row",
+		tw__engine_log(e, TW_LOG_WARNING, "task %llu paused after %u failures in a row",
 			   (unsigned long long)fire.id, paused_after);
 	after_unlock_run(after);
 	run_finished(x);
@@ -238,12 +238,12 @@ static void run_releases(struct executor *x)
 		struct task_cold *cold = task_cold(task);
 		if (cold->release)
 			cold->release(cold->arg);
-		task_lock(task);
+		tw__task_lock(task);
 		task->release_queued = false;
-		bool wake = task_mail(x->engine, task);
-		task_unlock(task);
+		bool wake = tw__task_mail(x->engine, task);
+		tw__task_unlock(task);
 		if (wake)
-			engine_wake(x->engine);
+			tw__engine_wake(x->engine);
 		run_finished(x);
 	}
 }
@@ -261,7 +261,7 @@ static void pin(struct executor *x)
 	CPU_ZERO(&set);
 	CPU_SET((int)(x->index % (unsigned)(cpus > 0 ? cpus : 1)), &set);
 	if (pthread_setaffinity_np(pthread_self(), sizeof set, &set))
-		engine_log(x->engine, TW_LOG_WARNING, "could not pin executor %u", x->index);
+		tw__engine_log(x->engine, TW_LOG_WARNING, "could not pin executor %u", x->index);
 }
 
 static void *executor_main(void *arg)
@@ -282,7 +282,7 @@ static void *executor_main(void *arg)
 			break;
 		atomic_store(&x->sleeping, true);
 		if (idle(x) && !atomic_load(&x->quit))
-			futex_wait(&x->signal, signal, NULL);
+			tw__futex_wait(&x->signal, signal, NULL);
 		atomic_store(&x->sleeping, false);
 	}
 	return NULL;
@@ -296,7 +296,7 @@ static unsigned round_up_pow2(unsigned n)
 	return p;
 }
 
-int executors_start(struct tw_engine *e)
+int tw__executors_start(struct tw_engine *e)
 {
 	unsigned capacity = e->cfg.queue_capacity ? e->cfg.queue_capacity : 4096;
 	unsigned size = round_up_pow2(capacity);
@@ -308,15 +308,15 @@ int executors_start(struct tw_engine *e)
 		x->mask = size - 1;
 		x->capacity = capacity;
 		cds_wfcq_init(&x->releases_head, &x->releases_tail);
-		x->ended = tw_alloc(ENDED_RING * sizeof *x->ended);
-		x->ring = tw_alloc(size * sizeof *x->ring);
+		x->ended = tw__alloc(ENDED_RING * sizeof *x->ended);
+		x->ring = tw__alloc(size * sizeof *x->ring);
 		if (!x->ring || !x->ended) {
-			tw_free(x->ring, size * sizeof *x->ring);
+			tw__free(x->ring, size * sizeof *x->ring);
 			x->ring = NULL;
 			return -TW_ENOMEM;
 		}
 		if (pthread_create(&x->thread, NULL, executor_main, x)) {
-			tw_free(x->ring, size * sizeof *x->ring);
+			tw__free(x->ring, size * sizeof *x->ring);
 			x->ring = NULL;
 			return -TW_ENOMEM;
 		}
@@ -325,19 +325,19 @@ int executors_start(struct tw_engine *e)
 }
 
 /* Lets every executor finish what it holds, then joins it. */
-void executors_join(struct tw_engine *e)
+void tw__executors_join(struct tw_engine *e)
 {
 	for (unsigned i = 0; i < e->executor_count; i++) {
 		struct executor *x = &e->executors[i];
 		if (x->ring) {
 			atomic_store(&x->quit, true);
-			executor_wake(x);
+			tw__executor_wake(x);
 			pthread_join(x->thread, NULL);
-			tw_free(x->ring, (x->mask + 1) * sizeof *x->ring);
+			tw__free(x->ring, (x->mask + 1) * sizeof *x->ring);
 			x->ring = NULL;
 			cds_wfcq_destroy(&x->releases_head, &x->releases_tail);
 		}
-		tw_free(x->ended, ENDED_RING * sizeof *x->ended);
+		tw__free(x->ended, ENDED_RING * sizeof *x->ended);
 		x->ended = NULL;
 	}
 }

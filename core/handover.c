@@ -19,7 +19,7 @@ static void count_handed(struct executor *x)
 	atomic_store_explicit(&x->handed, handed + 1, memory_order_release);
 }
 
-bool executor_push(struct executor *x, const struct firing *f)
+bool tw__executor_push(struct executor *x, const struct firing *f)
 {
 	uint64_t tail = atomic_load_explicit(&x->tail, memory_order_relaxed);
 	/* The executor's head is read only when the ring looks full. */
@@ -36,7 +36,7 @@ bool executor_push(struct executor *x, const struct firing *f)
 }
 
 /* Counts as a run in progress, so that stop and quiesce wait for it too. */
-void executor_push_release(struct executor *x, struct tw_task *task)
+void tw__executor_push_release(struct executor *x, struct tw_task *task)
 {
 	count_handed(x);
 	cds_wfcq_node_init(&task->to_release);
@@ -50,10 +50,10 @@ void executor_push_release(struct executor *x, struct tw_task *task)
  * mailbox made both executors write its tail, and the wheel thread chase a
  * list through the tasks, one cache miss after another. An array can be read
  * ahead. The wheel thread is woken when the ring was empty; the seq_cst pair
- * (tail here, head in executor_take_ended) makes sure that either this sees
+ * (tail here, head in tw__executor_take_ended) makes sure that either this sees
  * the ring taken in up to the new task, and wakes it, or it sees the task.
  */
-bool executor_mail_ended(struct executor *x, struct tw_task *task)
+bool tw__executor_mail_ended(struct executor *x, struct tw_task *task)
 {
 	if (task->mailed)
 		return false;
@@ -61,7 +61,7 @@ bool executor_mail_ended(struct executor *x, struct tw_task *task)
 	if (tail - x->ended_head_seen >= ENDED_RING) {
 		x->ended_head_seen = atomic_load_explicit(&x->ended_head, memory_order_acquire);
 		if (tail - x->ended_head_seen >= ENDED_RING)
-			return task_mail(x->engine, task);
+			return tw__task_mail(x->engine, task);
 	}
 	task->mailed = true;
 	x->ended[tail & (ENDED_RING - 1)] = task;
@@ -71,7 +71,7 @@ bool executor_mail_ended(struct executor *x, struct tw_task *task)
 	return x->ended_head_seen == tail;
 }
 
-void executor_take_ended(struct executor *x, void (*take)(struct tw_task *, void *), void *ctx)
+void tw__executor_take_ended(struct executor *x, void (*take)(struct tw_task *, void *), void *ctx)
 {
 	enum { AHEAD = 8 }; /* tasks whose line 0 is loaded ahead of their turn */
 	uint64_t head = atomic_load_explicit(&x->ended_head, memory_order_relaxed), tail;
@@ -89,19 +89,19 @@ void executor_take_ended(struct executor *x, void (*take)(struct tw_task *, void
 	} while (atomic_load_explicit(&x->ended_tail, memory_order_seq_cst) != head);
 }
 
-void executor_wake(struct executor *x)
+void tw__executor_wake(struct executor *x)
 {
 	atomic_fetch_add_explicit(&x->signal, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&x->sleeping, memory_order_seq_cst))
-		futex_wake_all(&x->signal);
+		tw__futex_wake_all(&x->signal);
 }
 
-void executors_kick(struct tw_engine *e)
+void tw__executors_kick(struct tw_engine *e)
 {
 	for (unsigned i = 0; i < e->executor_count; i++) {
 		struct executor *x = &e->executors[i];
 		if (x->kick)
-			executor_wake(x);
+			tw__executor_wake(x);
 		x->kick = false;
 	}
 }

@@ -343,21 +343,21 @@ struct task_table {
 	uint32_t used;                                     /* slots ever handed out */
 };
 
-int table_init(struct task_table *t);
-void table_fini(struct task_table *t);
+int tw__table_init(struct task_table *t);
+void tw__table_fini(struct task_table *t);
 /* Takes a free slot (lock held inside) and makes its next id, *id; NULL when
  * out of memory or ids. */
-struct tw_task *table_take(struct task_table *t, tw_id *id, int *error);
+struct tw_task *tw__table_take(struct task_table *t, tw_id *id, int *error);
 /* Returns a reaped slot (its id in reaped.id) for reuse; call after a grace
  * period. */
-void table_give_back(struct task_table *t, struct tw_task *task);
+void tw__table_give_back(struct task_table *t, struct tw_task *task);
 /* The task with this id, or NULL. Call inside an RCU read-side section. */
-struct tw_task *table_find(struct task_table *t, tw_id id);
+struct tw_task *tw__table_find(struct task_table *t, tw_id id);
 /* The slot that id names, whatever it now holds, or NULL: its address only,
  * for a prefetch. Call inside an RCU read-side section. */
-struct tw_task *table_slot(struct task_table *t, tw_id id);
+struct tw_task *tw__table_slot(struct task_table *t, tw_id id);
 /* Calls fn on every slot of every chunk; not inside a read-side section. */
-void table_for_each(struct task_table *t, void (*fn)(struct tw_task *, void *), void *ctx);
+void tw__table_for_each(struct task_table *t, void (*fn)(struct tw_task *, void *), void *ctx);
 
 /* ---- executors: executor.c ---- */
 
@@ -380,7 +380,7 @@ enum { ENDED_RING = 4096 };
  * Grouped by writer, a cache line each, so that handing a firing over writes
  * no line the executor writes per run, and the other way round. Runs in
  * progress are handed - done, summed over the executors when asked
- * (runs_idle), not one engine-wide counter that both sides write per run.
+ * (tw__runs_idle), not one engine-wide counter that both sides write per run.
  */
 struct executor {
 	struct tw_engine *engine;
@@ -416,24 +416,24 @@ struct executor {
 	struct cds_wfcq_tail releases_tail;
 };
 
-int executors_start(struct tw_engine *e);
+int tw__executors_start(struct tw_engine *e);
 /* Wheel thread: queues one firing, false when the executor's queue is full. */
-bool executor_push(struct executor *x, const struct firing *f);
+bool tw__executor_push(struct executor *x, const struct firing *f);
 /* Wheel thread: has the executor call an ended task's release (user code). */
-void executor_push_release(struct executor *x, struct tw_task *task);
+void tw__executor_push_release(struct executor *x, struct tw_task *task);
 /* Executor x, lock held: mails an ended task through x's own ring; true
- * when the wheel thread must be woken once the lock is dropped (task_mail). */
-__attribute__((warn_unused_result)) bool executor_mail_ended(struct executor *x,
+ * when the wheel thread must be woken once the lock is dropped (tw__task_mail). */
+__attribute__((warn_unused_result)) bool tw__executor_mail_ended(struct executor *x,
 							     struct tw_task *task);
 /* Wheel thread: takes in what executor x mailed; calls take on each, locked. */
-void executor_take_ended(struct executor *x, void (*take)(struct tw_task *, void *), void *ctx);
+void tw__executor_take_ended(struct executor *x, void (*take)(struct tw_task *, void *), void *ctx);
 /* Wheel thread: wakes the executors that got firings since the last call. */
-void executors_kick(struct tw_engine *e);
+void tw__executors_kick(struct tw_engine *e);
 /* Wakes x if it sleeps (its signal moves either way). */
-void executor_wake(struct executor *x);
-void executors_join(struct tw_engine *e);
+void tw__executor_wake(struct executor *x);
+void tw__executors_join(struct tw_engine *e);
 /* Whether no run was in progress, at one instant during the call. */
-bool runs_idle(struct tw_engine *e);
+bool tw__runs_idle(struct tw_engine *e);
 
 /* ---- the engine ---- */
 
@@ -482,28 +482,28 @@ static inline uint64_t monotonic_ns(void)
 }
 
 /* The engine's time: monotonic_ns(), or the manual clock. */
-uint64_t engine_now_ns(const struct tw_engine *e);
-uint64_t engine_tick_of(const struct tw_engine *e, uint64_t due_ns); /* first tick >= due */
-/* "now" for a delay a caller asks for: engine_now_ns(), or the coarse clock
+uint64_t tw__engine_now_ns(const struct tw_engine *e);
+uint64_t tw__engine_tick_of(const struct tw_engine *e, uint64_t due_ns); /* first tick >= due */
+/* "now" for a delay a caller asks for: tw__engine_now_ns(), or the coarse clock
  * with its slack (tw_config.coarse_clock). */
-uint64_t engine_call_now_ns(const struct tw_engine *e);
-uint64_t engine_due_at_ns(const struct tw_engine *e, uint64_t now_ns, uint64_t delay_ms);
-void engine_log(const struct tw_engine *e, int level, const char *fmt, ...);
+uint64_t tw__engine_call_now_ns(const struct tw_engine *e);
+uint64_t tw__engine_due_at_ns(const struct tw_engine *e, uint64_t now_ns, uint64_t delay_ms);
+void tw__engine_log(const struct tw_engine *e, int level, const char *fmt, ...);
 
 /* Wheel thread: wheel.c of core. */
-int wheel_thread_start(struct tw_engine *e);
-void wheel_thread_join(struct tw_engine *e);
+int tw__wheel_thread_start(struct tw_engine *e);
+void tw__wheel_thread_join(struct tw_engine *e);
 /* Asks the wheel thread to look at task (lock held by the caller). True when
- * the wheel thread must be woken, by engine_wake once the lock is dropped: a
+ * the wheel thread must be woken, by tw__engine_wake once the lock is dropped: a
  * write to an eventfd, a system call no other thread should spin behind. */
-__attribute__((warn_unused_result)) bool task_mail(struct tw_engine *e, struct tw_task *task);
-void engine_wake(struct tw_engine *e);
+__attribute__((warn_unused_result)) bool tw__task_mail(struct tw_engine *e, struct tw_task *task);
+void tw__engine_wake(struct tw_engine *e);
 
 /* Task life: task.c */
-void task_lock(struct tw_task *task);
-void task_unlock(struct tw_task *task);
+void tw__task_lock(struct tw_task *task);
+void tw__task_unlock(struct tw_task *task);
 /* What a thread owes once it drops a task's lock: the user's release call,
- * and a wake-up of the wheel thread (task_mail). */
+ * and a wake-up of the wheel thread (tw__task_mail). */
 struct after_unlock {
 	void (*release)(void *arg);
 	void *arg;
@@ -512,34 +512,34 @@ struct after_unlock {
 /* Under lock: an ended task with no run going is released now: mails it for
  * reaping (through executor x's ring if not NULL) and adds the release call
  * and any wake-up to *after. */
-void task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x,
+void tw__task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x,
 		      struct after_unlock *after);
 /* Under lock: the task ends (TW_COMPLETED or TW_STOPPED); counted in the
  * ending thread's counts. */
-void task_end(struct end_counts *counts, struct tw_task *task, tw_state end);
+void tw__task_end(struct end_counts *counts, struct tw_task *task, tw_state end);
 /* Tasks ended so far: every thread's counts summed. */
-void ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped);
+void tw__ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped);
 
-/* Lock held: the wheel thread is woken once it is dropped, if task_mail says so. */
+/* Lock held: the wheel thread is woken once it is dropped, if tw__task_mail says so. */
 static inline void mail_after_unlock(struct tw_engine *e, struct tw_task *task,
 				     struct after_unlock *after)
 {
-	if (task_mail(e, task))
+	if (tw__task_mail(e, task))
 		after->wake = e;
 }
 
 static inline void after_unlock_run(struct after_unlock after)
 {
 	if (after.wake)
-		engine_wake(after.wake);
+		tw__engine_wake(after.wake);
 	if (after.release)
 		after.release(after.arg);
 }
 
 /* executor.c */
-bool engine_on_executor(const struct tw_engine *e);
-void futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct timespec *timeout);
-void futex_wake_all(_Atomic uint32_t *word);
+bool tw__engine_on_executor(const struct tw_engine *e);
+void tw__futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct timespec *timeout);
+void tw__futex_wake_all(_Atomic uint32_t *word);
 
 /*
  * liburcu 0.13's queues and grace periods are inline assembly and membarrier,
@@ -555,28 +555,36 @@ void futex_wake_all(_Atomic uint32_t *word);
 #define HANDOVER_ACQUIRE(p) ((void)(p))
 #endif
 
+/*
+ * abi.c: a struct of the caller's size in or out. tw__struct_in keeps dst's
+ * own values past src_size and refuses (-TW_EINVAL) a longer src whose extra
+ * bytes are not all zero; tw__struct_out zeroes dst past what src has.
+ */
+int tw__struct_in(void *dst, size_t dst_size, const void *src, size_t src_size);
+void tw__struct_out(void *dst, size_t dst_size, const void *src, size_t src_size);
+
 /* RCU: rcu.c. Registers the calling thread with liburcu once. */
-void rcu_ensure_registered(void);
+void tw__rcu_ensure_registered(void);
 
 /* Read-side sections, with what a grace period orders told to TSan. */
-extern char rcu_grace_token;
+extern char tw__rcu_grace_token;
 
 static inline void read_section_begin(void)
 {
-	rcu_ensure_registered();
+	tw__rcu_ensure_registered();
 	urcu_memb_read_lock();
 }
 
 static inline void read_section_end(void)
 {
-	HANDOVER_RELEASE(&rcu_grace_token);
+	HANDOVER_RELEASE(&tw__rcu_grace_token);
 	urcu_memb_read_unlock();
 }
 
 /* After a grace period: every read section that could see the old is over. */
 static inline void after_grace_period(void)
 {
-	HANDOVER_ACQUIRE(&rcu_grace_token);
+	HANDOVER_ACQUIRE(&tw__rcu_grace_token);
 }
 
 #endif

@@ -23,7 +23,7 @@ static void set_due(struct tw_engine *e, struct tw_task *task, uint64_t due_ns,
 		    struct after_unlock *after)
 {
 	atomic_store_explicit(&task->due_ns, due_ns, memory_order_relaxed);
-	if (task->filing != FILED_DUE || engine_tick_of(e, due_ns) < wheel_entry_due(&task->entry))
+	if (task->filing != FILED_DUE || tw__engine_tick_of(e, due_ns) < wheel_entry_due(&task->entry))
 		mail_after_unlock(e, task, after);
 }
 
@@ -39,10 +39,10 @@ static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 static void cancel_while_stopping(struct tw_engine *e, struct tw_task *task)
 {
 	struct after_unlock after = { 0 };
-	task_lock(task);
+	tw__task_lock(task);
 	op_cancel(e, task, 0, 0, &after);
-	task_end_if_idle(e, task, NULL, &after); /* no-op if the cancel or stop did it */
-	task_unlock(task);
+	tw__task_end_if_idle(e, task, NULL, &after); /* no-op if the cancel or stop did it */
+	tw__task_unlock(task);
 	after_unlock_run(after);
 }
 
@@ -55,7 +55,7 @@ static bool reserve_live(struct tw_engine *e)
 {
 	uint64_t added = atomic_fetch_add_explicit(&e->tasks_added, 1, memory_order_seq_cst);
 	uint64_t completed, stopped;
-	ends_total(e, &completed, &stopped);
+	tw__ends_total(e, &completed, &stopped);
 	uint64_t gone = completed + stopped;
 	if (added < gone || added - gone < e->cfg.max_tasks)
 		return true;
@@ -63,9 +63,9 @@ static bool reserve_live(struct tw_engine *e)
 	return false;
 }
 
-int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
+static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 {
-	if (!e || !spec || !out || !spec->callback || (spec->flags & ~(unsigned)TW_CONCURRENT))
+	if (!e || !out || !spec->callback || (spec->flags & ~(unsigned)TW_CONCURRENT))
 		return -TW_EINVAL;
 	if (check_delay(spec->delay_ms) || check_delay(spec->period_ms))
 		return -TW_ERANGE;
@@ -75,7 +75,7 @@ int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 		return -TW_ELIMIT;
 	int error = -TW_ENOMEM;
 	tw_id id;
-	struct tw_task *task = table_take(&e->table, &id, &error);
+	struct tw_task *task = tw__table_take(&e->table, &id, &error);
 	if (!task) {
 		if (e->cfg.max_tasks)
 			atomic_fetch_sub_explicit(&e->tasks_added, 1, memory_order_relaxed);
@@ -100,7 +100,7 @@ int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 	atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
 	atomic_store_explicit(&task->running, 0, memory_order_relaxed);
 	atomic_store_explicit(&task->due_ns,
-			      engine_due_at_ns(e, engine_call_now_ns(e), spec->delay_ms),
+			      tw__engine_due_at_ns(e, tw__engine_call_now_ns(e), spec->delay_ms),
 			      memory_order_relaxed);
 	task_set_period_ms(task, spec->period_ms);
 	atomic_store_explicit(&cold->runs, 0, memory_order_relaxed);
@@ -114,11 +114,11 @@ int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 	atomic_store_explicit(&cold->skipped_missed, 0, memory_order_relaxed);
 	atomic_store_explicit(&task->id, id, memory_order_release); /* published */
 
-	task_lock(task);
-	bool wake = task_mail(e, task);
-	task_unlock(task);
+	tw__task_lock(task);
+	bool wake = tw__task_mail(e, task);
+	tw__task_unlock(task);
 	if (wake)
-		engine_wake(e);
+		tw__engine_wake(e);
 	*out = id;
 	/* A stop that began meanwhile may have scanned the table before this
 	 * task was published: end it here, exactly once either way. The task
@@ -128,6 +128,18 @@ int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 	if (atomic_load(&e->stopping))
 		cancel_while_stopping(e, task);
 	return TW_OK;
+}
+
+int tw_add_sized(tw_engine *e, const tw_task_spec *spec, size_t size, tw_id *out)
+{
+	if (!spec)
+		return -TW_EINVAL;
+	if (size == sizeof *spec)
+		return add_task(e, spec, out);
+	tw_task_spec known = {0};
+	if (tw__struct_in(&known, sizeof known, spec, size))
+		return -TW_EINVAL;
+	return add_task(e, &known, out);
 }
 
 /*
@@ -146,16 +158,16 @@ static inline int run_op(tw_engine *e, struct tw_task *task, tw_id id, task_op *
 	if (!task || atomic_load_explicit(&task->id, memory_order_acquire) != id)
 		return -TW_ENOTFOUND;
 	int rc = -TW_ENOTFOUND;
-	task_lock(task);
+	tw__task_lock(task);
 	if (atomic_load_explicit(&task->id, memory_order_relaxed) == id)
 		rc = op(e, task, value, now_ns, after);
-	task_unlock(task);
+	tw__task_unlock(task);
 	return rc;
 }
 
 static inline struct tw_task *fetch_ahead(tw_engine *e, tw_id id)
 {
-	struct tw_task *task = table_slot(&e->table, id);
+	struct tw_task *task = tw__table_slot(&e->table, id);
 	if (task)
 		__builtin_prefetch(task, 1);
 	return task;
@@ -176,7 +188,7 @@ static int with_task(tw_engine *e, tw_id id, task_op *op, uint64_t value, bool t
 		return -TW_ESHUTDOWN;
 	read_section_begin();
 	struct tw_task *task = fetch_ahead(e, id);
-	uint64_t now_ns = timed ? engine_call_now_ns(e) : 0;
+	uint64_t now_ns = timed ? tw__engine_call_now_ns(e) : 0;
 	struct after_unlock after = { 0 };
 	int rc = run_op(e, task, id, op, value, now_ns, &after);
 	read_section_end();
@@ -196,7 +208,7 @@ static ALWAYS_INLINE int op_set_delay(struct tw_engine *e, struct tw_task *task,
 		task->delay_pending = true;
 		return TW_OK;
 	}
-	set_due(e, task, engine_due_at_ns(e, now_ns, delay_ms), after);
+	set_due(e, task, tw__engine_due_at_ns(e, now_ns, delay_ms), after);
 	return TW_OK;
 }
 
@@ -236,7 +248,7 @@ static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 			      memory_order_relaxed);
 	task_set_paused_by_failures(task, false);
 	atomic_store_explicit(&task_cold(task)->consecutive_failures, 0, memory_order_relaxed);
-	set_due(e, task, engine_due_at_ns(e, now_ns, delay), after);
+	set_due(e, task, tw__engine_due_at_ns(e, now_ns, delay), after);
 	return TW_OK;
 }
 
@@ -247,9 +259,9 @@ static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 	(void)unused, (void)unused_now;
 	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), true))
 		return -TW_ESTATE;
-	task_end(&e->api_ends, task, TW_STOPPED);
+	tw__task_end(&e->api_ends, task, TW_STOPPED);
 	atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
-	task_end_if_idle(e, task, NULL, after);
+	tw__task_end_if_idle(e, task, NULL, after);
 	return TW_OK;
 }
 
@@ -305,11 +317,11 @@ int tw_set_delay_many(tw_engine *e, const tw_id *ids, size_t n, uint64_t delay_m
 		read_section_begin();
 		for (size_t i = start; i < end && i < start + AHEAD; i++)
 			fetch_ahead(e, ids[i]);
-		uint64_t now_ns = engine_call_now_ns(e);
+		uint64_t now_ns = tw__engine_call_now_ns(e);
 		for (size_t i = start; i < end; i++) {
 			if (i + AHEAD < end)
 				fetch_ahead(e, ids[i + AHEAD]);
-			int rc = run_op(e, table_slot(&e->table, ids[i]), ids[i], op_set_delay,
+			int rc = run_op(e, tw__table_slot(&e->table, ids[i]), ids[i], op_set_delay,
 					delay_ms, now_ns, &after);
 			if (results)
 				results[i] = rc;

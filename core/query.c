@@ -6,23 +6,22 @@
  */
 #include "internal.h"
 
-int tw_get(tw_engine *e, tw_id id, tw_task_info *out)
+static inline __attribute__((always_inline)) int get_task(tw_engine *e, tw_id id,
+								 tw_task_info *out)
 {
-	if (!e || !out)
-		return -TW_EINVAL;
 	if (atomic_load(&e->stopping))
 		return -TW_ESHUTDOWN;
 	read_section_begin();
-	struct tw_task *task = table_find(&e->table, id);
+	struct tw_task *task = tw__table_find(&e->table, id);
 	if (task) {
 		struct task_cold *cold = task_cold(task);
 		uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 		uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
 		uint64_t period = atomic_load_explicit(&task->period_ms, memory_order_relaxed);
 		if (period & WIDE_BIT) { /* its halves are only consistent under the lock */
-			task_lock(task);
+			tw__task_lock(task);
 			period = task_period_ms(task);
-			task_unlock(task);
+			tw__task_unlock(task);
 		}
 		tw_task_info info = {
 			.state = state,
@@ -59,4 +58,17 @@ int tw_get(tw_engine *e, tw_id id, tw_task_info *out)
 	}
 	read_section_end();
 	return task ? TW_OK : -TW_ENOTFOUND;
+}
+
+int tw_get_sized(tw_engine *e, tw_id id, tw_task_info *out, size_t size)
+{
+	if (!e || !out)
+		return -TW_EINVAL;
+	if (size == sizeof *out)
+		return get_task(e, id, out);
+	tw_task_info info;
+	int rc = get_task(e, id, &info);
+	if (rc == TW_OK)
+		tw__struct_out(out, size, &info, sizeof info);
+	return rc;
 }

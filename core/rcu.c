@@ -8,7 +8,7 @@
  */
 #include "internal.h"
 
-char rcu_grace_token;
+char tw__rcu_grace_token;
 static pthread_key_t registration_key;
 static pthread_once_t registration_once = PTHREAD_ONCE_INIT;
 static _Thread_local bool registered;
@@ -25,7 +25,7 @@ static void make_key(void)
 	pthread_key_create(&registration_key, unregister_at_exit);
 }
 
-void rcu_ensure_registered(void)
+void tw__rcu_ensure_registered(void)
 {
 	if (registered)
 		return;

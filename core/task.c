@@ -25,7 +25,7 @@
 
 static struct task_dir *dir_new(size_t capacity)
 {
-	struct task_dir *d = tw_alloc(sizeof *d + capacity * sizeof d->chunk[0]);
+	struct task_dir *d = tw__alloc(sizeof *d + capacity * sizeof d->chunk[0]);
 	if (!d)
 		return NULL;
 	d->capacity = capacity;
@@ -37,10 +37,10 @@ static struct task_dir *dir_new(size_t capacity)
 
 static void dir_free(struct task_dir *d)
 {
-	tw_free(d, sizeof *d + d->capacity * sizeof d->chunk[0]);
+	tw__free(d, sizeof *d + d->capacity * sizeof d->chunk[0]);
 }
 
-int table_init(struct task_table *t)
+int tw__table_init(struct task_table *t)
 {
 	memset(t, 0, sizeof *t);
 	t->dir = dir_new(16);
@@ -50,11 +50,11 @@ int table_init(struct task_table *t)
 	return TW_OK;
 }
 
-void table_fini(struct task_table *t)
+void tw__table_fini(struct task_table *t)
 {
 	size_t chunks = atomic_load(&t->dir->chunks);
 	for (size_t i = 0; i < chunks; i++)
-		tw_free_aligned(atomic_load(&t->dir->chunk[i]), TABLE_CHUNK_BYTES,
+		tw__free_aligned(atomic_load(&t->dir->chunk[i]), TABLE_CHUNK_BYTES,
 				TABLE_CHUNK_ALIGN);
 	dir_free(t->dir);
 	pthread_mutex_destroy(&t->lock);
@@ -84,7 +84,7 @@ static int grow(struct task_table *t)
 	size_t chunks = atomic_load_explicit(&d->chunks, memory_order_relaxed);
 	if (chunks == (UINT32_MAX >> TABLE_CHUNK_BITS))
 		return -TW_ELIMIT;
-	struct tw_task *chunk = tw_alloc_aligned(TABLE_CHUNK_BYTES, TABLE_CHUNK_ALIGN);
+	struct tw_task *chunk = tw__alloc_aligned(TABLE_CHUNK_BYTES, TABLE_CHUNK_ALIGN);
 	if (!chunk)
 		return -TW_ENOMEM;
 	populate(chunk, TABLE_CHUNK_BYTES);
@@ -92,7 +92,7 @@ static int grow(struct task_table *t)
 	if (chunks == d->capacity) {
 		struct task_dir *bigger = dir_new(d->capacity * 2);
 		if (!bigger) {
-			tw_free_aligned(chunk, TABLE_CHUNK_BYTES, TABLE_CHUNK_ALIGN);
+			tw__free_aligned(chunk, TABLE_CHUNK_BYTES, TABLE_CHUNK_ALIGN);
 			return -TW_ENOMEM;
 		}
 		for (size_t i = 0; i < chunks; i++)
@@ -116,7 +116,7 @@ static struct tw_task *slot_at(struct task_dir *d, uint32_t index)
 	return &chunk[index & TABLE_CHUNK_MASK];
 }
 
-struct tw_task *table_take(struct task_table *t, tw_id *id, int *error)
+struct tw_task *tw__table_take(struct task_table *t, tw_id *id, int *error)
 {
 	struct tw_task *task = NULL;
 	pthread_mutex_lock(&t->lock);
@@ -141,7 +141,7 @@ out:
 	return task;
 }
 
-void table_give_back(struct task_table *t, struct tw_task *task)
+void tw__table_give_back(struct task_table *t, struct tw_task *task)
 {
 	tw_id id = task->reaped.id;
 	pthread_mutex_lock(&t->lock);
@@ -154,7 +154,7 @@ void table_give_back(struct task_table *t, struct tw_task *task)
 	pthread_mutex_unlock(&t->lock);
 }
 
-struct tw_task *table_slot(struct task_table *t, tw_id id)
+struct tw_task *tw__table_slot(struct task_table *t, tw_id id)
 {
 	struct task_dir *d = rcu_dereference(t->dir);
 	uint32_t index = id_index(id);
@@ -165,9 +165,9 @@ struct tw_task *table_slot(struct task_table *t, tw_id id)
 	return slot_at(d, index);
 }
 
-struct tw_task *table_find(struct task_table *t, tw_id id)
+struct tw_task *tw__table_find(struct task_table *t, tw_id id)
 {
-	struct tw_task *task = table_slot(t, id);
+	struct tw_task *task = tw__table_slot(t, id);
 	return task && atomic_load_explicit(&task->id, memory_order_acquire) == id ? task : NULL;
 }
 
@@ -176,7 +176,7 @@ struct tw_task *table_find(struct task_table *t, tw_id id)
  * a read-side section: fn runs outside one and may call user code (a release
  * that destroys another engine waits for grace periods).
  */
-void table_for_each(struct task_table *t, void (*fn)(struct tw_task *, void *), void *ctx)
+void tw__table_for_each(struct task_table *t, void (*fn)(struct tw_task *, void *), void *ctx)
 {
 	for (size_t i = 0;; i++) {
 		read_section_begin();
@@ -193,7 +193,7 @@ void table_for_each(struct task_table *t, void (*fn)(struct tw_task *, void *), 
 }
 
 /* Critical sections are a few dozen instructions: spin, then yield. */
-void task_lock(struct tw_task *task)
+void tw__task_lock(struct tw_task *task)
 {
 	for (unsigned spins = 0;
 	     atomic_flag_test_and_set_explicit(&task->lock, memory_order_acquire);)
@@ -201,19 +201,19 @@ void task_lock(struct tw_task *task)
 			sched_yield();
 }
 
-void task_unlock(struct tw_task *task)
+void tw__task_unlock(struct tw_task *task)
 {
 	atomic_flag_clear_explicit(&task->lock, memory_order_release);
 }
 
-void task_end(struct end_counts *counts, struct tw_task *task, tw_state end)
+void tw__task_end(struct end_counts *counts, struct tw_task *task, tw_state end)
 {
 	atomic_store_explicit(&task->state, end, memory_order_relaxed);
 	atomic_fetch_add_explicit(end == TW_COMPLETED ? &counts->completed : &counts->stopped, 1,
 				  memory_order_relaxed);
 }
 
-void ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped)
+void tw__ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped)
 {
 	*completed = atomic_load(&e->api_ends.completed) + atomic_load(&e->wheel_ends.completed);
 	*stopped = atomic_load(&e->api_ends.stopped) + atomic_load(&e->wheel_ends.stopped);
@@ -223,7 +223,7 @@ void ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped)
 	}
 }
 
-void task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x,
+void tw__task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x,
 		      struct after_unlock *after)
 {
 	if (task->released || atomic_load(&task->running))
@@ -233,6 +233,6 @@ void task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor
 	after->release = cold->release;
 	after->arg = cold->arg;
 	/* the wheel thread keeps it queryable, then reaps it */
-	if (x ? executor_mail_ended(x, task) : task_mail(e, task))
+	if (x ? tw__executor_mail_ended(x, task) : tw__task_mail(e, task))
 		after->wake = e;
 }

@@ -27,14 +27,14 @@ static struct tw_task *task_of_entry(struct wheel_entry *entry)
 	return (struct tw_task *)((char *)entry - offsetof(struct tw_task, entry));
 }
 
-void engine_wake(struct tw_engine *e)
+void tw__engine_wake(struct tw_engine *e)
 {
 	uint64_t one = 1;
 	ssize_t n = write(e->wake_fd, &one, sizeof one);
 	(void)n; /* EAGAIN: the counter is already non-zero, the thread will wake */
 }
 
-bool task_mail(struct tw_engine *e, struct tw_task *task)
+bool tw__task_mail(struct tw_engine *e, struct tw_task *task)
 {
 	if (task->mailed)
 		return false;
@@ -49,9 +49,9 @@ static void file_task(struct tw_engine *e, struct tw_task *task, uint64_t tick,
 		      enum task_filing why)
 {
 	if (task->filing != FILED_NONE)
-		wheel_reschedule(&e->wheel, &task->entry, tick);
+		tw__wheel_reschedule(&e->wheel, &task->entry, tick);
 	else
-		wheel_add(&e->wheel, &task->entry, tick);
+		tw__wheel_add(&e->wheel, &task->entry, tick);
 	task->filing = why;
 }
 
@@ -78,15 +78,15 @@ static void reconcile(struct tw_engine *e, struct tw_task *task, uint64_t target
 	bool wants = due && (state == TW_WAITING || state == TW_RUNNING);
 	if (!wants) {
 		if (task->filing == FILED_DUE) {
-			wheel_remove(&e->wheel, &task->entry);
+			tw__wheel_remove(&e->wheel, &task->entry);
 			task->filing = FILED_NONE;
 		}
 		return;
 	}
-	uint64_t tick = engine_tick_of(e, due);
+	uint64_t tick = tw__engine_tick_of(e, due);
 	if (tick <= wheel_now(&e->wheel)) {
 		if (task->filing == FILED_DUE)
-			wheel_remove(&e->wheel, &task->entry);
+			tw__wheel_remove(&e->wheel, &task->entry);
 		task->filing = FILED_NONE;
 		fire(e, task, target);
 	} else if (task->filing == FILED_NONE || tick < wheel_entry_due(&task->entry)) {
@@ -102,17 +102,17 @@ struct taking {
 static void take_mail(struct tw_task *task, void *ctx)
 {
 	struct taking *t = ctx;
-	task_lock(task);
+	tw__task_lock(task);
 	task->mailed = false;
 	reconcile(t->e, task, t->target);
-	task_unlock(task);
+	tw__task_unlock(task);
 }
 
 static void read_mail(struct tw_engine *e, uint64_t target)
 {
 	struct taking taking = { e, target };
 	for (unsigned i = 0; i < e->executor_count; i++)
-		executor_take_ended(&e->executors[i], take_mail, &taking);
+		tw__executor_take_ended(&e->executors[i], take_mail, &taking);
 	struct __cds_wfcq_head head;
 	struct cds_wfcq_tail tail;
 	struct cds_wfcq_node *node, *next;
@@ -132,7 +132,7 @@ static void give_back(struct rcu_head *head)
 	struct tw_task *task = caa_container_of(head, struct tw_task, reaped.rcu);
 	HANDOVER_ACQUIRE(task);
 	after_grace_period();
-	table_give_back(&task->reaped.engine->table, task);
+	tw__table_give_back(&task->reaped.engine->table, task);
 }
 
 /* The executor of a serial task's runs when every executor is full (see
@@ -155,8 +155,9 @@ static struct executor *home_executor(struct tw_engine *e, struct tw_task *task)
 enum {
 	FILL_NS = 200000,          /* the lateness one executor's queue may add */
 	FIRING_OVERHEAD_NS = 1000, /* an executor's own work per firing, roughly */
-	ROOM_UNKNOWN = UINT32_MAX, /* the executor being filled is not looked at yet */
 };
+/* Not an enumerator: ISO C limits those to int's range. */
+#define ROOM_UNKNOWN UINT32_MAX /* the executor being filled is not looked at yet */
 
 /* How many serial firings x may still take this round. */
 static uint32_t room_of(struct executor *x)
@@ -218,7 +219,7 @@ static bool dispatch(struct tw_engine *e, struct tw_task *task, uint64_t due_ns)
 	struct firing f = { .task = task,
 			    .due_ns = due_ns,
 			    .skipped = task->skipped ? task_cold(task)->skipped_since_run : 0 };
-	if (!executor_push(executor_for(e, task, concurrent), &f)) {
+	if (!tw__executor_push(executor_for(e, task, concurrent), &f)) {
 		skip(task, &task_cold(task)->skipped_overload, &e->skipped_overload, 1);
 		return false;
 	}
@@ -241,7 +242,7 @@ static void fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if (!due || (state != TW_WAITING && state != TW_RUNNING))
 		return; /* paused or ended meanwhile: dropped here, lazily */
-	uint64_t tick = engine_tick_of(e, due);
+	uint64_t tick = tw__engine_tick_of(e, due);
 	if (tick > wheel_now(&e->wheel)) {
 		file_task(e, task, tick, FILED_DUE);
 		return;
@@ -256,23 +257,23 @@ static void fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 	bool runs = dispatch(e, task, due);
 	if (period) {
 		atomic_store_explicit(&task->due_ns, due + period, memory_order_relaxed);
-		file_task(e, task, engine_tick_of(e, due + period), FILED_DUE);
+		file_task(e, task, tw__engine_tick_of(e, due + period), FILED_DUE);
 		return;
 	}
 	atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
 	if (!runs && !atomic_load_explicit(&task->running, memory_order_relaxed)) {
 		/* A one-shot whose only firing was skipped is complete; its release
 		 * is user code, so an executor makes that call. */
-		task_end(&e->wheel_ends, task, TW_COMPLETED);
+		tw__task_end(&e->wheel_ends, task, TW_COMPLETED);
 		task->released = true;
 		task->release_queued = true;
-		executor_push_release(home_executor(e, task), task);
+		tw__executor_push_release(home_executor(e, task), task);
 	}
 }
 
 static void hand_out(struct tw_engine *e, struct tw_task *task, uint64_t target)
 {
-	task_lock(task);
+	tw__task_lock(task);
 	enum task_filing filing = task->filing;
 	task->filing = FILED_NONE;
 	if (filing == FILED_REAP) {
@@ -281,18 +282,18 @@ static void hand_out(struct tw_engine *e, struct tw_task *task, uint64_t target)
 		task->reaped.id = atomic_load_explicit(&task->id, memory_order_relaxed);
 		atomic_store_explicit(&task->id, 0, memory_order_release);
 		task->reaped.engine = e;
-		task_unlock(task);
+		tw__task_unlock(task);
 		HANDOVER_RELEASE(task);
 		urcu_memb_call_rcu(&task->reaped.rcu, give_back);
 		return;
 	}
 	fire(e, task, target);
-	task_unlock(task);
+	tw__task_unlock(task);
 }
 
 static uint64_t current_tick(struct tw_engine *e)
 {
-	uint64_t now = engine_now_ns(e);
+	uint64_t now = tw__engine_now_ns(e);
 	return now > e->epoch_ns ? (now - e->epoch_ns) / NS_PER_MS : 0;
 }
 
@@ -344,7 +345,7 @@ static void *wheel_main(void *arg)
 {
 	struct tw_engine *e = arg;
 	uint64_t armed = UINT64_MAX;
-	rcu_ensure_registered();
+	tw__rcu_ensure_registered();
 	prctl(PR_SET_TIMERSLACK, 1UL);
 	while (!atomic_load(&e->wheel_quit)) {
 		uint64_t asked = e->cfg.manual_clock ? advance_asked(e) : 0;
@@ -357,13 +358,13 @@ static void *wheel_main(void *arg)
 			wheel_prefetch(&e->wheel); /* a task's line 0 holds its entry */
 			hand_out(e, task_of_entry(entry), target);
 			if (n % KICK_BATCH == 0)
-				executors_kick(e);
+				tw__executors_kick(e);
 		}
-		executors_kick(e);
+		tw__executors_kick(e);
 		if (e->cfg.manual_clock) {
 			advance_done(e, asked);
 		} else {
-			uint64_t next = wheel_next_expiry(&e->wheel);
+			uint64_t next = tw__wheel_next_expiry(&e->wheel);
 			if (next != armed)
 				arm(e, next);
 			armed = next;
@@ -373,7 +374,7 @@ static void *wheel_main(void *arg)
 	return NULL;
 }
 
-int wheel_thread_start(struct tw_engine *e)
+int tw__wheel_thread_start(struct tw_engine *e)
 {
 	int err = pthread_create(&e->wheel_thread, NULL, wheel_main, e);
 	if (err)
@@ -382,12 +383,12 @@ int wheel_thread_start(struct tw_engine *e)
 	return TW_OK;
 }
 
-void wheel_thread_join(struct tw_engine *e)
+void tw__wheel_thread_join(struct tw_engine *e)
 {
 	if (!e->wheel_thread_started)
 		return;
 	atomic_store(&e->wheel_quit, true);
-	engine_wake(e);
+	tw__engine_wake(e);
 	pthread_join(e->wheel_thread, NULL);
 	e->wheel_thread_started = false;
 }

@@ -24,7 +24,7 @@ static void *wheel_set_create(size_t n)
 		free(s);
 		return NULL;
 	}
-	wheel_init(&s->wheel, 0);
+	tw__wheel_init(&s->wheel, 0);
 	s->expiry_target = 0;
 	for (size_t i = 0; i < n; i++)
 		wheel_entry_init(&s->entries[i]);
@@ -43,14 +43,14 @@ static void wheel_set_add(void *set, const uint32_t *order, const uint32_t *dela
 	struct wheel_set *s = set;
 	uint64_t now = wheel_now(&s->wheel);
 	for (size_t i = 0; i < n; i++)
-		wheel_add(&s->wheel, &s->entries[order[i]], now + delay_ms[i]);
+		tw__wheel_add(&s->wheel, &s->entries[order[i]], now + delay_ms[i]);
 }
 
 static void wheel_set_cancel(void *set, const uint32_t *order, size_t n)
 {
 	struct wheel_set *s = set;
 	for (size_t i = 0; i < n; i++)
-		wheel_remove(&s->wheel, &s->entries[order[i]]);
+		tw__wheel_remove(&s->wheel, &s->entries[order[i]]);
 }
 
 static void wheel_set_reschedule(void *set, const uint32_t *order, const uint32_t *delay_ms,
@@ -59,7 +59,7 @@ static void wheel_set_reschedule(void *set, const uint32_t *order, const uint32_
 	struct wheel_set *s = set;
 	uint64_t now = wheel_now(&s->wheel);
 	for (size_t i = 0; i < n; i++)
-		wheel_reschedule(&s->wheel, &s->entries[order[i]], now + delay_ms[i]);
+		tw__wheel_reschedule(&s->wheel, &s->entries[order[i]], now + delay_ms[i]);
 }
 
 static void wheel_set_reset(void *set, const uint32_t *order, size_t n, uint32_t delay_ms)
@@ -67,7 +67,7 @@ static void wheel_set_reset(void *set, const uint32_t *order, size_t n, uint32_t
 	struct wheel_set *s = set;
 	uint64_t due = wheel_now(&s->wheel) + delay_ms;
 	for (size_t i = 0; i < n; i++)
-		wheel_reschedule(&s->wheel, &s->entries[order[i]], due);
+		tw__wheel_reschedule(&s->wheel, &s->entries[order[i]], due);
 }
 
 static void wheel_set_expiry_arm(void *set, const uint32_t *order, const uint32_t *delay_ms,

@@ -62,7 +62,7 @@ static void fill_wheel(struct wheel *w, struct wheel_entry *entries, const struc
 	}
 	bench_shuffle_u32(order, LUMPS_TIMERS, &rng);
 	for (size_t i = 0; i < LUMPS_TIMERS; i++)
-		wheel_add(w, &entries[order[i]], c->start + 1 + bench_rng_below(&rng, c->span));
+		tw__wheel_add(w, &entries[order[i]], c->start + 1 + bench_rng_below(&rng, c->span));
 	free(order);
 }
 
@@ -120,7 +120,7 @@ static double run_lumps_case(const struct lumps_case *c, uint64_t seed, double *
 	double *min_ns = checked_malloc(c->span * sizeof *min_ns);
 	double *scratch = checked_malloc(c->span * sizeof *scratch);
 	for (int run = 1; run <= LUMPS_RUNS; run++) {
-		wheel_init(w, c->start);
+		tw__wheel_init(w, c->start);
 		fill_wheel(w, entries, c, seed);
 		size_t fired = advance_by_ticks(w, c, tick_ns);
 		if (fired != LUMPS_TIMERS || wheel_count(w) != 0)

@@ -14,10 +14,10 @@ Test(wheel, empty_wheel_has_nothing_to_do)
 	for (size_t i = 0; i < N_STARTS; i++) {
 		uint64_t start = interesting_starts[i];
 		struct wheel w;
-		wheel_init(&w, start);
+		tw__wheel_init(&w, start);
 		cr_assert_eq(wheel_now(&w), start);
 		cr_assert_eq(wheel_count(&w), 0);
-		cr_assert_eq(wheel_next_expiry(&w), UINT64_MAX);
+		cr_assert_eq(tw__wheel_next_expiry(&w), UINT64_MAX);
 		assert_wheel_valid(&w);
 
 		expect_no_expiry(&w, start);
@@ -25,7 +25,7 @@ Test(wheel, empty_wheel_has_nothing_to_do)
 		expect_no_expiry(&w, start + 1000);
 		expect_no_expiry(&w, start + (UINT64_C(1) << 30));
 		cr_assert_eq(wheel_count(&w), 0);
-		cr_assert_eq(wheel_next_expiry(&w), UINT64_MAX);
+		cr_assert_eq(tw__wheel_next_expiry(&w), UINT64_MAX);
 		assert_wheel_valid(&w);
 	}
 }
@@ -43,23 +43,23 @@ Test(wheel, future_entry_comes_out_exactly_at_its_tick)
 		uint64_t start = interesting_starts[i];
 		struct wheel w;
 		struct timer t;
-		wheel_init(&w, start);
+		tw__wheel_init(&w, start);
 		timers_init(&t, 1);
 
 		add_timer(&w, &t, start + 50);
-		cr_assert_eq(wheel_next_expiry(&w), start + 50);
+		cr_assert_eq(tw__wheel_next_expiry(&w), start + 50);
 		assert_wheel_valid(&w);
 
 		expect_no_expiry(&w, start + 49);
 		cr_assert(wheel_entry_pending(&t.entry));
-		cr_assert_eq(wheel_next_expiry(&w), start + 50);
+		cr_assert_eq(tw__wheel_next_expiry(&w), start + 50);
 
 		expect_expiry(&w, start + 50, &t, start + 50);
 		cr_assert_eq(wheel_entry_due(&t.entry), start + 50,
 			     "the due tick stays readable once handed out");
 		expect_no_expiry(&w, start + 50);
 		cr_assert_eq(wheel_count(&w), 0);
-		cr_assert_eq(wheel_next_expiry(&w), UINT64_MAX);
+		cr_assert_eq(tw__wheel_next_expiry(&w), UINT64_MAX);
 		assert_wheel_valid(&w);
 	}
 }
@@ -70,12 +70,12 @@ Test(wheel, entry_due_now_comes_out_at_next_tick)
 		uint64_t start = interesting_starts[i];
 		struct wheel w;
 		struct timer t;
-		wheel_init(&w, start);
+		tw__wheel_init(&w, start);
 		timers_init(&t, 1);
 
 		add_timer(&w, &t, start);
 		cr_assert_eq(wheel_entry_due(&t.entry), start + 1);
-		cr_assert_eq(wheel_next_expiry(&w), start + 1);
+		cr_assert_eq(tw__wheel_next_expiry(&w), start + 1);
 		/* advancing by zero ticks is not reaching the next tick */
 		expect_no_expiry(&w, start);
 		cr_assert(wheel_entry_pending(&t.entry));
@@ -92,12 +92,12 @@ Test(wheel, entries_due_in_the_past_come_out_at_next_tick_in_add_order)
 	enum { N = sizeof past / sizeof past[0] };
 	struct wheel w;
 	struct timer t[N];
-	wheel_init(&w, start);
+	tw__wheel_init(&w, start);
 	timers_init(t, N);
 
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], past[i]);
-	cr_assert_eq(wheel_next_expiry(&w), start + 1);
+	cr_assert_eq(tw__wheel_next_expiry(&w), start + 1);
 	assert_wheel_valid(&w);
 	expect_no_expiry(&w, start);
 	for (size_t i = 0; i < N; i++)
@@ -109,7 +109,7 @@ Test(wheel, entry_due_zero_at_time_zero_is_due_at_tick_one)
 {
 	struct wheel w;
 	struct timer t;
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	timers_init(&t, 1);
 	add_timer(&w, &t, 0);
 	cr_assert_eq(wheel_entry_due(&t.entry), 1);
@@ -121,7 +121,7 @@ Test(wheel, target_in_the_past_does_not_move_time_back)
 {
 	struct wheel w;
 	struct timer t;
-	wheel_init(&w, 5000);
+	tw__wheel_init(&w, 5000);
 	timers_init(&t, 1);
 	add_timer(&w, &t, 5001);
 
@@ -129,7 +129,7 @@ Test(wheel, target_in_the_past_does_not_move_time_back)
 	expect_no_expiry(&w, 0);
 	cr_assert_eq(wheel_now(&w), 5000);
 	cr_assert(wheel_entry_pending(&t.entry));
-	cr_assert_eq(wheel_next_expiry(&w), 5001);
+	cr_assert_eq(tw__wheel_next_expiry(&w), 5001);
 
 	/* a later add still counts from the unmoved current tick */
 	struct timer u;
@@ -153,11 +153,11 @@ Test(wheel, one_advance_hands_out_each_entry_at_its_own_tick)
 	struct wheel w;
 	struct timer t[N];
 	struct handout got[N];
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	timers_init(t, N);
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], due[i]);
-	cr_assert_eq(wheel_next_expiry(&w), 10);
+	cr_assert_eq(tw__wheel_next_expiry(&w), 10);
 
 	cr_assert_eq(expire_all(&w, 100000, got, N), N);
 	for (size_t i = 0; i < N; i++) {
@@ -172,17 +172,17 @@ Test(wheel, removed_entry_never_comes_out_and_can_be_added_again)
 {
 	struct wheel w;
 	struct timer t;
-	wheel_init(&w, 12345);
+	tw__wheel_init(&w, 12345);
 	timers_init(&t, 1);
 
 	add_timer(&w, &t, 20000);
 	remove_timer(&w, &t);
-	cr_assert_eq(wheel_next_expiry(&w), UINT64_MAX);
+	cr_assert_eq(tw__wheel_next_expiry(&w), UINT64_MAX);
 	assert_wheel_valid(&w);
 	expect_no_expiry(&w, 30000);
 
 	add_timer(&w, &t, 30010);
-	cr_assert_eq(wheel_next_expiry(&w), 30010);
+	cr_assert_eq(tw__wheel_next_expiry(&w), 30010);
 	expect_no_expiry(&w, 30009);
 	expect_expiry(&w, 40000, &t, 30010);
 	assert_wheel_valid(&w);
@@ -193,7 +193,7 @@ Test(wheel, removing_from_a_tick_keeps_the_order_of_the_rest)
 	enum { N = 7 };
 	struct wheel w;
 	struct timer t[N];
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	timers_init(t, N);
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], 40);
@@ -211,15 +211,15 @@ Test(wheel, reschedule_moves_a_pending_entry_later_or_earlier)
 {
 	struct wheel w;
 	struct timer t[2];
-	wheel_init(&w, 1000);
+	tw__wheel_init(&w, 1000);
 	timers_init(t, 2);
 	add_timer(&w, &t[0], 1500);
 	add_timer(&w, &t[1], 1600);
 
 	reschedule_timer(&w, &t[0], 1700); /* later */
-	cr_assert_eq(wheel_next_expiry(&w), 1600);
+	cr_assert_eq(tw__wheel_next_expiry(&w), 1600);
 	reschedule_timer(&w, &t[1], 1200); /* earlier */
-	cr_assert_eq(wheel_next_expiry(&w), 1200);
+	cr_assert_eq(tw__wheel_next_expiry(&w), 1200);
 	assert_wheel_valid(&w);
 
 	expect_no_expiry(&w, 1199);
@@ -233,7 +233,7 @@ Test(wheel, reschedule_into_the_past_is_due_at_next_tick)
 {
 	struct wheel w;
 	struct timer t[2];
-	wheel_init(&w, 1000);
+	tw__wheel_init(&w, 1000);
 	timers_init(t, 2);
 	add_timer(&w, &t[0], 1001);
 	add_timer(&w, &t[1], 90000);
@@ -251,7 +251,7 @@ Test(wheel, reschedule_to_the_same_tick_counts_as_last_added)
 	enum { N = 4 };
 	struct wheel w;
 	struct timer t[N];
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	timers_init(t, N);
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], 3000);
@@ -271,11 +271,11 @@ Test(wheel, reschedule_of_an_entry_not_in_the_wheel_adds_it)
 {
 	struct wheel w;
 	struct timer t;
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	timers_init(&t, 1);
 
 	reschedule_timer(&w, &t, 80); /* never added */
-	cr_assert_eq(wheel_next_expiry(&w), 80);
+	cr_assert_eq(tw__wheel_next_expiry(&w), 80);
 	expect_expiry(&w, 100, &t, 80);
 
 	reschedule_timer(&w, &t, 150); /* handed out, so not pending */
@@ -294,7 +294,7 @@ Test(wheel, same_tick_entries_come_out_in_add_order)
 	enum { N = 200 };
 	struct wheel w;
 	struct timer t[N];
-	wheel_init(&w, 777);
+	tw__wheel_init(&w, 777);
 	timers_init(t, N);
 	/* add in a scrambled id order so that id order would be wrong */
 	for (size_t i = 0; i < N; i++)
@@ -310,7 +310,7 @@ Test(wheel, same_tick_order_mixes_cascaded_and_directly_filed_entries)
 	enum { A, B, C, N };
 	struct wheel w;
 	struct timer t[N];
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	timers_init(t, N);
 
 	add_timer(&w, &t[A], 5000);
@@ -332,7 +332,7 @@ Test(wheel, same_tick_order_without_refiling_keeps_first_add_first)
 	enum { A, B, C, N };
 	struct wheel w;
 	struct timer t[N];
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	timers_init(t, N);
 
 	add_timer(&w, &t[A], 5000);
@@ -350,7 +350,7 @@ Test(wheel, count_and_pending_follow_every_operation)
 	enum { N = 5 };
 	struct wheel w;
 	struct timer t[N];
-	wheel_init(&w, 10);
+	tw__wheel_init(&w, 10);
 	timers_init(t, N);
 
 	for (size_t i = 0; i < N; i++)
@@ -376,24 +376,24 @@ Test(wheel, next_expiry_of_a_single_entry_is_its_due_tick)
 {
 	struct wheel w;
 	struct timer t[2];
-	wheel_init(&w, 12345);
+	tw__wheel_init(&w, 12345);
 	timers_init(t, 2);
 
 	add_timer(&w, &t[0], 12345 + 70000);
 	const uint64_t stops[] = { 12346, 20000, 12345 + 65536, 12345 + 69999 };
 	for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++) {
 		expect_no_expiry(&w, stops[i]);
-		cr_assert_eq(wheel_next_expiry(&w), 12345 + 70000, "at tick %" PRIu64, stops[i]);
+		cr_assert_eq(tw__wheel_next_expiry(&w), 12345 + 70000, "at tick %" PRIu64, stops[i]);
 	}
 
 	/* back to one entry after removing the earlier of two */
 	add_timer(&w, &t[1], 12345 + 69999 + 5);
 	remove_timer(&w, &t[1]);
-	cr_assert_eq(wheel_next_expiry(&w), 12345 + 70000);
+	cr_assert_eq(tw__wheel_next_expiry(&w), 12345 + 70000);
 	/* and after the earlier of two was handed out */
 	add_timer(&w, &t[1], 12345 + 69999 + 300000);
 	expect_expiry(&w, UINT64_C(1) << 30, &t[0], 12345 + 70000);
-	cr_assert_eq(wheel_next_expiry(&w), 12345 + 69999 + 300000);
+	cr_assert_eq(tw__wheel_next_expiry(&w), 12345 + 69999 + 300000);
 }
 
 /* A tiny deterministic generator for the tests that want scattered values. */
@@ -410,7 +410,7 @@ Test(wheel, next_expiry_stays_between_now_and_the_earliest_due)
 	static struct timer t[N];
 	uint64_t state = 42;
 	const uint64_t scales[] = { 70, 2000, 3600000, 200000000 };
-	wheel_init(&w, 987654);
+	tw__wheel_init(&w, 987654);
 	timers_init(t, N);
 
 	for (unsigned round = 0; round < 300; round++) {
@@ -439,7 +439,7 @@ Test(wheel, stepping_one_tick_at_a_time_hands_out_each_entry_at_its_tick)
 	static struct timer t[N];
 	uint64_t state = 7;
 	size_t handed_out = 0;
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	timers_init(t, N);
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], 1 + lcg_next(&state) % HORIZON);

@@ -70,27 +70,27 @@ Test(wheel_levels, single_entry_at_each_boundary_comes_out_exactly)
 			uint64_t due = dues[i];
 			struct wheel w;
 			struct timer t;
-			wheel_init(&w, start);
+			tw__wheel_init(&w, start);
 			timers_init(&t, 1);
 
 			add_timer(&w, &t, due);
-			cr_assert_eq(wheel_next_expiry(&w), due,
+			cr_assert_eq(tw__wheel_next_expiry(&w), due,
 				     "start %" PRIu64 " due %" PRIu64 ": next expiry %" PRIu64,
-				     start, due, wheel_next_expiry(&w));
+				     start, due, tw__wheel_next_expiry(&w));
 			assert_wheel_valid(&w);
 
 			/* one jump to just before: nothing yet */
 			expect_no_expiry(&w, due - 1);
 			cr_assert(wheel_entry_pending(&t.entry));
-			cr_assert_eq(wheel_next_expiry(&w), due,
+			cr_assert_eq(tw__wheel_next_expiry(&w), due,
 				     "start %" PRIu64 " due %" PRIu64 ": next expiry %" PRIu64
 				     " at the tick before",
-				     start, due, wheel_next_expiry(&w));
+				     start, due, tw__wheel_next_expiry(&w));
 			assert_wheel_valid(&w);
 
 			expect_expiry(&w, due, &t, due);
 			expect_no_expiry(&w, due);
-			cr_assert_eq(wheel_next_expiry(&w), UINT64_MAX);
+			cr_assert_eq(tw__wheel_next_expiry(&w), UINT64_MAX);
 			assert_wheel_valid(&w);
 		}
 	}
@@ -106,7 +106,7 @@ Test(wheel_levels, single_entry_approached_in_shrinking_steps_comes_out_exactly)
 			uint64_t due = dues[i];
 			struct wheel w;
 			struct timer t;
-			wheel_init(&w, start);
+			tw__wheel_init(&w, start);
 			timers_init(&t, 1);
 			add_timer(&w, &t, due);
 
@@ -114,14 +114,14 @@ Test(wheel_levels, single_entry_approached_in_shrinking_steps_comes_out_exactly)
 			 * tick: every cascade point on the way gets crossed */
 			while (due - wheel_now(&w) > 70) {
 				expect_no_expiry(&w, wheel_now(&w) + (due - wheel_now(&w)) / 2);
-				cr_assert_eq(wheel_next_expiry(&w), due,
+				cr_assert_eq(tw__wheel_next_expiry(&w), due,
 					     "due %" PRIu64 ": next expiry %" PRIu64
 					     " at tick %" PRIu64,
-					     due, wheel_next_expiry(&w), wheel_now(&w));
+					     due, tw__wheel_next_expiry(&w), wheel_now(&w));
 			}
 			while (wheel_now(&w) + 1 < due) {
 				expect_no_expiry(&w, wheel_now(&w) + 1);
-				cr_assert_eq(wheel_next_expiry(&w), due);
+				cr_assert_eq(tw__wheel_next_expiry(&w), due);
 			}
 			assert_wheel_valid(&w);
 			expect_expiry(&w, due, &t, due);
@@ -136,14 +136,14 @@ static void drain_like_an_event_loop(struct wheel *w, struct timer *timers, size
 {
 	size_t wakeups = 0;
 	while (wheel_count(w) > 0) {
-		uint64_t next = wheel_next_expiry(w);
+		uint64_t next = tw__wheel_next_expiry(w);
 		assert_next_expiry_bounds(w, timers, n);
 		cr_assert_lt(wakeups++, 1000 + 100 * n,
 			     "no progress: next expiry %" PRIu64 " at tick %" PRIu64, next,
 			     wheel_now(w));
 		expect_drain_in_order(w, next, timers, n);
 	}
-	cr_assert_eq(wheel_next_expiry(w), UINT64_MAX);
+	cr_assert_eq(tw__wheel_next_expiry(w), UINT64_MAX);
 }
 
 Test(wheel_levels, all_boundary_entries_in_one_wheel_come_out_in_order)
@@ -157,7 +157,7 @@ Test(wheel_levels, all_boundary_entries_in_one_wheel_come_out_in_order)
 
 		/* in one advance */
 		struct wheel w;
-		wheel_init(&w, start);
+		tw__wheel_init(&w, start);
 		timers_init(t, n);
 		for (size_t i = 0; i < n; i++) {
 			add_timer(&w, &t[i], dues[i]);
@@ -167,7 +167,7 @@ Test(wheel_levels, all_boundary_entries_in_one_wheel_come_out_in_order)
 		cr_assert_eq(expect_drain_in_order(&w, last_due, t, n), n);
 
 		/* and waking up only when the wheel says so */
-		wheel_init(&w, start);
+		tw__wheel_init(&w, start);
 		timers_init(t, n);
 		for (size_t i = 0; i < n; i++)
 			add_timer(&w, &t[n - 1 - i], dues[i]);
@@ -189,7 +189,7 @@ Test(wheel_levels, huge_due_times_never_fire_while_advancing_far, .timeout = 30)
 		enum { N = sizeof huge / sizeof huge[0] };
 		struct wheel w;
 		struct timer t[N];
-		wheel_init(&w, start);
+		tw__wheel_init(&w, start);
 		timers_init(t, N);
 		for (size_t i = 0; i < N; i++)
 			add_timer(&w, &t[i], huge[i]);
@@ -226,7 +226,7 @@ Test(wheel_levels, time_close_to_its_limit_stays_exact, .timeout = 30)
 	dues[n++] = UINT64_MAX;
 
 	struct wheel w;
-	wheel_init(&w, start);
+	tw__wheel_init(&w, start);
 	timers_init(t, n);
 	for (size_t i = 0; i < n; i++)
 		add_timer(&w, &t[i], dues[i]);
@@ -245,16 +245,16 @@ Test(wheel_levels, single_huge_entry_keeps_exact_next_expiry, .timeout = 30)
 	for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
 		struct wheel w;
 		struct timer t;
-		wheel_init(&w, 12345);
+		tw__wheel_init(&w, 12345);
 		timers_init(&t, 1);
 		add_timer(&w, &t, huge[i]);
 		for (unsigned j = 1; j <= 4; j++) {
-			cr_assert_eq(wheel_next_expiry(&w), huge[i],
+			cr_assert_eq(tw__wheel_next_expiry(&w), huge[i],
 				     "due %" PRIu64 ": next expiry %" PRIu64 " at %" PRIu64,
-				     huge[i], wheel_next_expiry(&w), wheel_now(&w));
+				     huge[i], tw__wheel_next_expiry(&w), wheel_now(&w));
 			expect_no_expiry(&w, 12345 + j * POW2(40) + j);
 		}
-		cr_assert_eq(wheel_next_expiry(&w), huge[i]);
+		cr_assert_eq(tw__wheel_next_expiry(&w), huge[i]);
 	}
 }
 
@@ -264,7 +264,7 @@ Test(wheel_levels, far_advance_costs_occupied_slots_not_ticks, .timeout = 30)
 	static struct timer t[N];
 	struct wheel w;
 	uint64_t x = 99;
-	wheel_init(&w, 5);
+	tw__wheel_init(&w, 5);
 	timers_init(t, N);
 
 	/* log-uniform dues up to 2^44, a quarter of them beyond any advance */
@@ -316,13 +316,13 @@ Test(wheel_levels, crowded_slot_comes_out_in_order_however_it_is_approached)
 		struct wheel w;
 
 		/* one jump */
-		wheel_init(&w, 0);
+		tw__wheel_init(&w, 0);
 		timers_init(t, N);
 		fill_crowded_slot(&w, t, N, window, width);
 		cr_assert_eq(expect_drain_in_order(&w, window_end, t, N), N);
 
 		/* event-loop wake-ups */
-		wheel_init(&w, 0);
+		tw__wheel_init(&w, 0);
 		timers_init(t, N);
 		fill_crowded_slot(&w, t, N, window, width);
 		drain_like_an_event_loop(&w, t, N);
@@ -330,7 +330,7 @@ Test(wheel_levels, crowded_slot_comes_out_in_order_however_it_is_approached)
 		/* tick by tick (in strides on level 3, whose windows are 2^27
 		 * ticks) through the two windows before it and its own */
 		uint64_t stride = width > POW2(20) ? width / 4096 + 3 : 1;
-		wheel_init(&w, 0);
+		tw__wheel_init(&w, 0);
 		timers_init(t, N);
 		fill_crowded_slot(&w, t, N, window, width);
 		expect_no_expiry(&w, window - 2 * width - 1);
@@ -366,7 +366,7 @@ Test(wheel_levels, crowded_slot_takes_changes_while_it_cascades)
 		uint64_t x = k;
 		size_t next_extra = CROWD;
 		struct wheel w;
-		wheel_init(&w, 0);
+		tw__wheel_init(&w, 0);
 		timers_init(t, N);
 		fill_crowded_slot(&w, t, CROWD, window, width);
 
@@ -405,14 +405,14 @@ static void file_at_every_level_then_drain(uint64_t start, bool follow_wakeups)
 	struct timer t[N];
 	const uint64_t target = start + 3 * level_width(WHEEL_LEVELS - 1) + 12345;
 	size_t n = 0;
-	wheel_init(&w, start);
+	tw__wheel_init(&w, start);
 	timers_init(t, N);
 
 	for (int k = WHEEL_LEVELS - 1; k >= 0; k--) {
 		uint64_t stop = target - 2 * level_width((unsigned)k) - (uint64_t)k;
-		for (unsigned wakeups = 0; follow_wakeups && wheel_next_expiry(&w) < stop;
+		for (unsigned wakeups = 0; follow_wakeups && tw__wheel_next_expiry(&w) < stop;
 		     wakeups++) {
-			uint64_t next = wheel_next_expiry(&w);
+			uint64_t next = tw__wheel_next_expiry(&w);
 			cr_assert_lt(wakeups, 10000, "no progress at tick %" PRIu64, next);
 			cr_assert_geq(next, wheel_now(&w));
 			expect_no_expiry(&w, next);
@@ -446,7 +446,7 @@ Test(wheel_levels, same_tick_order_holds_beyond_the_span)
 		const uint64_t stride = POW2(32) + 12345;
 		size_t n = 0;
 		struct wheel w;
-		wheel_init(&w, start);
+		tw__wheel_init(&w, start);
 		timers_init(t, N);
 		while (n < CROWD)
 			add_timer(&w, &t[n++], due);

@@ -68,7 +68,7 @@ struct profile {
 	unsigned add_bias_per_mille; /* of changes: pick a timer not pending */
 	unsigned remove_per_mille;   /* of operations on a pending timer */
 	unsigned in_loop_per_mille;  /* of hand-outs followed by changes */
-	unsigned check_every;        /* operations between wheel_check calls */
+	unsigned check_every;        /* operations between tw__wheel_check calls */
 	uint64_t (*random_due)(struct rng *r, uint64_t now);
 	uint64_t (*random_step)(struct rng *r);
 };
@@ -142,7 +142,7 @@ static void expect_agreement(struct run *run, uint32_t id)
 
 static void expect_next_expiry_bounds(struct run *run)
 {
-	uint64_t next = wheel_next_expiry(&run->wheel);
+	uint64_t next = tw__wheel_next_expiry(&run->wheel);
 	const struct model_key *first = model_earliest(&run->model);
 	if (first == NULL) {
 		expect(run, next == UINT64_MAX, "next expiry %" PRIu64 " on an empty wheel", next);
@@ -159,7 +159,7 @@ static void expect_next_expiry_bounds(struct run *run)
 
 static void expect_full_agreement(struct run *run)
 {
-	expect(run, wheel_check(&run->wheel), "wheel_check failed");
+	expect(run, tw__wheel_check(&run->wheel), "tw__wheel_check failed");
 	for (uint32_t id = 0; id < run->model.n_timers; id++)
 		expect_agreement(run, id);
 }
@@ -167,18 +167,18 @@ static void expect_full_agreement(struct run *run)
 static void file_timer(struct run *run, uint32_t id, uint64_t due)
 {
 	struct wheel_entry *e = &run->timers[id].entry;
-	/* wheel_add wants a timer that is not pending; reschedule takes both */
+	/* tw__wheel_add wants a timer that is not pending; reschedule takes both */
 	if (!wheel_entry_pending(e) && rng_per_mille(&run->rng, 500))
-		wheel_add(&run->wheel, e, due);
+		tw__wheel_add(&run->wheel, e, due);
 	else
-		wheel_reschedule(&run->wheel, e, due);
+		tw__wheel_reschedule(&run->wheel, e, due);
 	model_file(&run->model, id, due);
 	expect_agreement(run, id);
 }
 
 static void remove_timer(struct run *run, uint32_t id)
 {
-	wheel_remove(&run->wheel, &run->timers[id].entry);
+	tw__wheel_remove(&run->wheel, &run->timers[id].entry);
 	model_remove(&run->model, id);
 	expect_agreement(run, id);
 }
@@ -239,7 +239,7 @@ static uint64_t pick_target(struct run *run)
 	if (pick < 10) /* backwards: time must not move */
 		return now - rng_below(r, now < 5000 ? now + 1 : 5000);
 	if (pick < 100) { /* wake up when the wheel says so, as an event loop */
-		uint64_t next = wheel_next_expiry(&run->wheel);
+		uint64_t next = tw__wheel_next_expiry(&run->wheel);
 		return next - now < DAY ? next : now + DAY;
 	}
 	uint64_t target = now + run->profile->random_step(r);
@@ -319,7 +319,7 @@ static void run_seed(struct run *run, const struct profile *profile, uint64_t se
 	run->live_max = 0;
 	run->rng.state = seed;
 	uint64_t start = start_time(&run->rng);
-	wheel_init(&run->wheel, start);
+	tw__wheel_init(&run->wheel, start);
 	model_init(&run->model, start, profile->n_timers);
 	for (uint32_t id = 0; id < profile->n_timers; id++) {
 		wheel_entry_init(&run->timers[id].entry);

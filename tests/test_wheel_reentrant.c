@@ -13,7 +13,7 @@ Test(wheel_reentrant, entry_in_hand_rescheduled_to_current_tick_comes_out_next_t
 	enum { N = 3 };
 	struct wheel w;
 	struct timer t[N];
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	timers_init(t, N);
 	add_timer(&w, &t[0], 100);
 	add_timer(&w, &t[1], 100);
@@ -34,7 +34,7 @@ Test(wheel_reentrant, entry_in_hand_rescheduled_when_target_is_current_tick_wait
 	enum { N = 2 };
 	struct wheel w;
 	struct timer t[N];
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	timers_init(t, N);
 	add_timer(&w, &t[0], 100);
 	add_timer(&w, &t[1], 100);
@@ -44,7 +44,7 @@ Test(wheel_reentrant, entry_in_hand_rescheduled_when_target_is_current_tick_wait
 	expect_expiry(&w, 100, &t[1], 100);
 	expect_no_expiry(&w, 100);
 	cr_assert(wheel_entry_pending(&t[0].entry));
-	cr_assert_eq(wheel_next_expiry(&w), 101);
+	cr_assert_eq(tw__wheel_next_expiry(&w), 101);
 	expect_expiry(&w, 101, &t[0], 101);
 }
 
@@ -59,7 +59,7 @@ Test(wheel_reentrant, periodic_entry_in_hand_fires_at_every_period_in_one_advanc
 		const uint64_t target = first + 200 * period + period / 2;
 		struct wheel w;
 		struct timer t;
-		wheel_init(&w, 12345);
+		tw__wheel_init(&w, 12345);
 		timers_init(&t, 1);
 		add_timer(&w, &t, first);
 
@@ -74,13 +74,13 @@ Test(wheel_reentrant, periodic_entry_in_hand_fires_at_every_period_in_one_advanc
 			fired++;
 			expected_tick += period;
 			if (fired % 2)
-				wheel_add(&w, e, wheel_now(&w) + period);
+				tw__wheel_add(&w, e, wheel_now(&w) + period);
 			else
-				wheel_reschedule(&w, e, wheel_now(&w) + period);
+				tw__wheel_reschedule(&w, e, wheel_now(&w) + period);
 		}
 		cr_assert_eq(fired, 201, "period %" PRIu64, period);
 		cr_assert_eq(wheel_now(&w), target);
-		cr_assert_eq(wheel_next_expiry(&w), expected_tick);
+		cr_assert_eq(tw__wheel_next_expiry(&w), expected_tick);
 		assert_wheel_valid(&w);
 	}
 }
@@ -90,7 +90,7 @@ Test(wheel_reentrant, entry_waiting_in_same_tick_can_be_removed)
 	enum { N = 4 };
 	struct wheel w;
 	struct timer t[N];
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	timers_init(t, N);
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], 50);
@@ -109,7 +109,7 @@ Test(wheel_reentrant, entry_waiting_in_same_tick_rescheduled_to_it_moves_to_next
 	enum { N = 3 };
 	struct wheel w;
 	struct timer t[N];
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	timers_init(t, N);
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], 50);
@@ -127,7 +127,7 @@ Test(wheel_reentrant, entry_due_later_can_be_removed_or_moved_from_the_loop)
 	enum { N = 5 };
 	struct wheel w;
 	struct timer t[N];
-	wheel_init(&w, 1000);
+	tw__wheel_init(&w, 1000);
 	timers_init(t, N);
 	add_timer(&w, &t[0], 1050);
 	add_timer(&w, &t[1], 1060);
@@ -144,7 +144,7 @@ Test(wheel_reentrant, entry_due_later_can_be_removed_or_moved_from_the_loop)
 	expect_expiry(&w, 1100, &t[2], 1066);
 	expect_no_expiry(&w, 1100);
 	cr_assert(wheel_entry_pending(&t[4].entry));
-	cr_assert_eq(wheel_next_expiry(&w), 1000000);
+	cr_assert_eq(tw__wheel_next_expiry(&w), 1000000);
 	assert_wheel_valid(&w);
 }
 
@@ -153,7 +153,7 @@ Test(wheel_reentrant, entries_added_from_the_loop_come_out_in_the_same_advance)
 	enum { OLD0, OLD1, NOW, LATER, SAME_TICK, BEYOND, PAST, N };
 	struct wheel w;
 	struct timer t[N];
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	timers_init(t, N);
 	add_timer(&w, &t[OLD0], 50);
 	add_timer(&w, &t[OLD1], 60);
@@ -171,7 +171,7 @@ Test(wheel_reentrant, entries_added_from_the_loop_come_out_in_the_same_advance)
 	expect_expiry(&w, 100, &t[LATER], 75);
 	expect_no_expiry(&w, 100);
 	cr_assert(wheel_entry_pending(&t[BEYOND].entry));
-	cr_assert_eq(wheel_next_expiry(&w), 101);
+	cr_assert_eq(tw__wheel_next_expiry(&w), 101);
 }
 
 Test(wheel_reentrant, far_entries_added_from_the_loop_come_out_in_the_same_advance)
@@ -182,7 +182,7 @@ Test(wheel_reentrant, far_entries_added_from_the_loop_come_out_in_the_same_advan
 	enum { N = 1 + sizeof far / sizeof far[0] };
 	struct wheel w;
 	struct timer t[N];
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	timers_init(t, N);
 	add_timer(&w, &t[0], 10);
 
@@ -202,7 +202,7 @@ Test(wheel_reentrant, removing_everything_from_the_loop_ends_the_advance)
 	enum { N = 10 };
 	struct wheel w;
 	struct timer t[N];
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	timers_init(t, N);
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], 10 + i * 1000);
@@ -212,7 +212,7 @@ Test(wheel_reentrant, removing_everything_from_the_loop_ends_the_advance)
 		remove_timer(&w, &t[i]);
 	expect_no_expiry(&w, 1000000);
 	cr_assert_eq(wheel_count(&w), 0);
-	cr_assert_eq(wheel_next_expiry(&w), UINT64_MAX);
+	cr_assert_eq(tw__wheel_next_expiry(&w), UINT64_MAX);
 	assert_wheel_valid(&w);
 }
 
@@ -225,7 +225,7 @@ Test(wheel_reentrant, crowded_tick_refiling_from_the_loop_keeps_refiling_order)
 	static unsigned refiled[N];
 	size_t n_refiled = 0;
 	struct wheel w;
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	timers_init(t, N);
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[(i * 7) % N], 40000);

@@ -56,7 +56,7 @@ static inline void timers_init(struct timer *timers, size_t n)
 }
 
 #define assert_wheel_valid(w) \
-	cr_assert(wheel_check(w), "wheel_check failed at tick %" PRIu64, wheel_now(w))
+	cr_assert(tw__wheel_check(w), "tw__wheel_check failed at tick %" PRIu64, wheel_now(w))
 
 /* The due tick the header promises for a request: never now or earlier. */
 static inline uint64_t effective_due(const struct wheel *w, uint64_t due)
@@ -82,37 +82,37 @@ static inline void assert_filed(const struct timer *t)
 		     wheel_entry_due(&t->entry), t->expected_due);
 }
 
-/* wheel_add with bookkeeping: checks the count, pending flag and due tick. */
+/* tw__wheel_add with bookkeeping: checks the count, pending flag and due tick. */
 static inline void add_timer(struct wheel *w, struct timer *t, uint64_t due)
 {
 	size_t count = wheel_count(w);
 	cr_assert_not(wheel_entry_pending(&t->entry), "test bug: adding pending timer %u", t->id);
 	note_filed(w, t, due);
-	wheel_add(w, &t->entry, due);
+	tw__wheel_add(w, &t->entry, due);
 	assert_filed(t);
 	cr_assert_eq(wheel_count(w), count + 1, "count %zu after add, expected %zu", wheel_count(w),
 		     count + 1);
 }
 
-/* wheel_reschedule with bookkeeping; t may be pending or not. */
+/* tw__wheel_reschedule with bookkeeping; t may be pending or not. */
 static inline void reschedule_timer(struct wheel *w, struct timer *t, uint64_t due)
 {
 	size_t count = wheel_count(w);
 	size_t expected_count = count + (wheel_entry_pending(&t->entry) ? 0 : 1);
 	note_filed(w, t, due);
-	wheel_reschedule(w, &t->entry, due);
+	tw__wheel_reschedule(w, &t->entry, due);
 	assert_filed(t);
 	cr_assert_eq(wheel_count(w), expected_count, "count %zu after reschedule, expected %zu",
 		     wheel_count(w), expected_count);
 }
 
-/* wheel_remove with bookkeeping. */
+/* tw__wheel_remove with bookkeeping. */
 static inline void remove_timer(struct wheel *w, struct timer *t)
 {
 	size_t count = wheel_count(w);
 	cr_assert(wheel_entry_pending(&t->entry), "test bug: removing timer %u that is not pending",
 		  t->id);
-	wheel_remove(w, &t->entry);
+	tw__wheel_remove(w, &t->entry);
 	cr_assert_not(wheel_entry_pending(&t->entry), "timer %u still pending after remove", t->id);
 	cr_assert_eq(wheel_count(w), count - 1, "count %zu after remove, expected %zu",
 		     wheel_count(w), count - 1);
@@ -238,7 +238,7 @@ static inline size_t expect_drain_in_order(struct wheel *w, uint64_t target, str
 	return n_got;
 }
 
-/* Bounds that must hold for wheel_next_expiry() whatever the wheel holds. */
+/* Bounds that must hold for tw__wheel_next_expiry() whatever the wheel holds. */
 static inline void assert_next_expiry_bounds(const struct wheel *w, const struct timer *timers,
 					     size_t n)
 {
@@ -251,7 +251,7 @@ static inline void assert_next_expiry_bounds(const struct wheel *w, const struct
 				earliest = timers[i].expected_due;
 		}
 	}
-	uint64_t next = wheel_next_expiry(w);
+	uint64_t next = tw__wheel_next_expiry(w);
 	cr_assert_eq(wheel_count(w), pending);
 	if (pending == 0) {
 		cr_assert_eq(next, UINT64_MAX, "next expiry %" PRIu64 " on an empty wheel", next);

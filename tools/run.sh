@@ -12,6 +12,8 @@
 #                            operation against perf/baseline.json, from build-gate/ (release)
 #   tools/run.sh perf-gate update   the same build, then rewrites perf/baseline.json
 #   tools/run.sh all-tests   test, then test-asan, then test-tsan, then perf-gate
+#   tools/run.sh abi-update  rewrites api/libtickwheel.abi from build/ (after a deliberate ABI
+#                            change: a new minor for additions, a new major for breaks)
 #
 # Meant for a fresh Debian 12 machine as root. Every test run ends with a line
 # "tests: N passed, N failed" and exits non-zero on any failure. Criterion exits 0 without
@@ -22,8 +24,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-PACKAGES=(meson ninja-build pkg-config gcc liburcu-dev libjemalloc-dev libcriterion-dev
-	libuv1-dev libevent-dev libev-dev valgrind gnuplot-nox)
+PACKAGES=(meson ninja-build pkg-config gcc clang liburcu-dev libjemalloc-dev libcriterion-dev
+	libuv1-dev libevent-dev libev-dev valgrind gnuplot-nox abigail-tools)
 
 log() { printf 'run.sh: %s\n' "$*" >&2; }
 die() { printf 'run.sh: error: %s\n' "$*" >&2; exit 1; }
@@ -256,6 +258,13 @@ test-tsan)
 perf)
 	do_perf
 	;;
+abi-update)
+	setup
+	# The options are check_abi.py's: the record and the check describe the library alike.
+	abidw --headers-dir api --drop-private-types --no-show-locs --no-corpus-path \
+		--no-comp-dir-path --out-file api/libtickwheel.abi build/core/libtickwheel.so
+	log "api/libtickwheel.abi rewritten from build/core/libtickwheel.so"
+	;;
 perf-gate)
 	do_perf_gate "${@:2}"
 	;;
@@ -281,7 +290,7 @@ all-tests)
 	exit "$rc"
 	;;
 *)
-	echo "usage: tools/run.sh setup|demo [showcase options]|test|test-asan|test-tsan|perf|perf-gate [update]|all-tests" >&2
+	echo "usage: tools/run.sh setup|demo [showcase options]|test|test-asan|test-tsan|perf|perf-gate [update]|all-tests|abi-update" >&2
 	exit 2
 	;;
 esac

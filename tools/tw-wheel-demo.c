@@ -2,7 +2,7 @@
  * tw-wheel-demo - the timing wheel driven by the real clock for about three seconds.
  *
  * Tick k of the wheel is t0 + k ms of CLOCK_MONOTONIC, t0 being on a whole millisecond.
- * The loop sleeps with clock_nanosleep(TIMER_ABSTIME) until the tick wheel_next_expiry()
+ * The loop sleeps with clock_nanosleep(TIMER_ABSTIME) until the tick tw__wheel_next_expiry()
  * names, then hands out everything due up to the current tick. Periodic timers are re-added
  * at their previous due tick plus the period, so they never drift by the wake-up latency.
  * A "session" timeout is pushed back by every 250 ms heartbeat, three times, before it fires;
@@ -85,10 +85,10 @@ int main(void)
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 
 	t0 = (mono_ns() / NSEC_PER_MS + 2) * NSEC_PER_MS;
-	wheel_init(&w, 0);
+	tw__wheel_init(&w, 0);
 	for (int i = 0; i < NTIMERS; i++) {
 		wheel_entry_init(&timers[i].entry);
-		wheel_add(&w, &timers[i].entry, timers[i].first);
+		tw__wheel_add(&w, &timers[i].entry, timers[i].first);
 	}
 	printf("tw-wheel-demo: %zu timers, %d ms on a 1 ms grid of CLOCK_MONOTONIC\n",
 	       wheel_count(&w), RUN_TICKS);
@@ -96,7 +96,7 @@ int main(void)
 	sleep_until_tick(0);
 
 	while (wheel_now(&w) < RUN_TICKS) {
-		uint64_t next = wheel_next_expiry(&w);
+		uint64_t next = tw__wheel_next_expiry(&w);
 		uint64_t target;
 		uint64_t fired_here = 0;
 		struct wheel_entry *e;
@@ -135,17 +135,17 @@ int main(void)
 					again += t->period;
 					skipped++;
 				}
-				wheel_add(&w, e, again);
+				tw__wheel_add(&w, e, again);
 			}
 			if (t == &timers[HB250] && resets_left > 0) {
 				resets_left--;
 				timers[SESSION].first = due + 600;
-				wheel_reschedule(&w, &timers[SESSION].entry, due + 600);
+				tw__wheel_reschedule(&w, &timers[SESSION].entry, due + 600);
 				printf("%8s %11s %9s  %s pushed back to tick %" PRIu64 "\n", "", "",
 				       "", timers[SESSION].name, due + 600);
 			}
 			if (t == &timers[ONCE] && wheel_entry_pending(&timers[CANCELLED].entry)) {
-				wheel_remove(&w, &timers[CANCELLED].entry);
+				tw__wheel_remove(&w, &timers[CANCELLED].entry);
 				printf("%8s %11s %9s  %s removed before tick %d\n", "", "", "",
 				       timers[CANCELLED].name, 2000);
 			}

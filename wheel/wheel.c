@@ -18,7 +18,7 @@
  * they fire and never move, and with 256-fold steps above, delays up to 9 to
  * 17 minutes move once. The occupancy bitmap has a summary word over its
  * 64-bit words, so finding the next occupied slot of a level stays a couple
- * of word reads, and wheel_next_expiry O(levels).
+ * of word reads, and tw__wheel_next_expiry O(levels).
  *
  * A due time beyond the top level's span waits in the top slot of its own
  * index; each time an earlier window of that slot is moved down, it is set
@@ -62,7 +62,7 @@
 
 enum {
 	TOP = WHEEL_LEVELS - 1,
-	SCAN_LIMIT = 8, /* wheel_next_expiry reads slots this small exactly */
+	SCAN_LIMIT = 8, /* tw__wheel_next_expiry reads slots this small exactly */
 	/* Entries a cascade moves at least per visit: a visit costs ~300
 	 * instructions of its own, and 128 entries, each a cache miss with
 	 * many timers, keep one tick's extra work near 13 us. */
@@ -182,7 +182,7 @@ static inline void mark_empty(struct wheel *w, unsigned i)
 		mark_word_empty(w, i);
 }
 
-/* mark_empty out of line: wheel_remove's common path then needs no more
+/* mark_empty out of line: tw__wheel_remove's common path then needs no more
  * registers than the unlink itself. */
 static __attribute__((noinline)) void slot_emptied(struct wheel *w, const struct wheel_slot *s)
 {
@@ -265,7 +265,7 @@ static void update_limits(struct wheel *w)
 		w->limit[level] = frontier_above(w, level);
 }
 
-void wheel_init(struct wheel *w, uint64_t now)
+void tw__wheel_init(struct wheel *w, uint64_t now)
 {
 	w->now = now;
 	w->drain_due = UINT64_MAX;
@@ -365,7 +365,7 @@ static inline void file(struct wheel *w, struct wheel_entry *e)
 		file_upper(w, e);
 }
 
-void wheel_add(struct wheel *w, struct wheel_entry *e, uint64_t due)
+void tw__wheel_add(struct wheel *w, struct wheel_entry *e, uint64_t due)
 {
 	assert(!e->slot);
 	e->due = due > w->now ? due : w->now + 1;
@@ -373,7 +373,7 @@ void wheel_add(struct wheel *w, struct wheel_entry *e, uint64_t due)
 	file(w, e);
 }
 
-void wheel_remove(struct wheel *w, struct wheel_entry *e)
+void tw__wheel_remove(struct wheel *w, struct wheel_entry *e)
 {
 	assert(e->slot);
 	struct wheel_slot *s = e->slot;
@@ -383,7 +383,7 @@ void wheel_remove(struct wheel *w, struct wheel_entry *e)
 	e->slot = NULL;
 }
 
-/* wheel_reschedule when e was its slot's last entry: the slot's bits, then
+/* tw__wheel_reschedule when e was its slot's last entry: the slot's bits, then
  * filing. Out of line, so that the common path makes only tail calls. */
 static __attribute__((noinline)) void refile_emptied(struct wheel *w, struct wheel_entry *e,
 						     const struct wheel_slot *emptied)
@@ -392,7 +392,7 @@ static __attribute__((noinline)) void refile_emptied(struct wheel *w, struct whe
 	file(w, e);
 }
 
-void wheel_reschedule(struct wheel *w, struct wheel_entry *e, uint64_t due)
+void tw__wheel_reschedule(struct wheel *w, struct wheel_entry *e, uint64_t due)
 {
 	struct wheel_slot *s = e->slot;
 	e->due = due > w->now ? due : w->now + 1;
@@ -634,7 +634,7 @@ static inline struct wheel_slot *next_in_word(struct wheel *w, uint64_t target)
 }
 
 /* The general way: time moves on through advance(). Out of line, so that
- * wheel_expire_later_ needs no frame on its common path. */
+ * tw__wheel_expire_later_ needs no frame on its common path. */
 static __attribute__((noinline)) struct wheel_entry *advance_and_hand_out(struct wheel *w,
 									  uint64_t target)
 {
@@ -643,7 +643,7 @@ static __attribute__((noinline)) struct wheel_entry *advance_and_hand_out(struct
 	return s ? wheel_hand_out_(w, s) : NULL;
 }
 
-struct wheel_entry *wheel_expire_later_(struct wheel *w, uint64_t target)
+struct wheel_entry *tw__wheel_expire_later_(struct wheel *w, uint64_t target)
 {
 	struct wheel_slot *s = next_in_word(w, target);
 	return s ? wheel_hand_out_(w, s) : advance_and_hand_out(w, target);
@@ -685,7 +685,7 @@ static uint64_t top_expiry(const struct wheel *w)
 	return min_u64(first, list_expiry(&w->held));
 }
 
-uint64_t wheel_next_expiry(const struct wheel *w)
+uint64_t tw__wheel_next_expiry(const struct wheel *w)
 {
 	uint64_t now = w->now;
 	if (!w->count)
@@ -709,7 +709,7 @@ uint64_t wheel_next_expiry(const struct wheel *w)
 static bool check_failed(int line)
 {
 #ifdef WHEEL_DEBUG
-	fprintf(stderr, "wheel_check: invariant at wheel.c:%d does not hold\n", line);
+	fprintf(stderr, "tw__wheel_check: invariant at wheel.c:%d does not hold\n", line);
 #else
 	(void)line;
 #endif
@@ -781,7 +781,7 @@ static bool check_summary(const struct wheel *w)
 	return true;
 }
 
-bool wheel_check(const struct wheel *w)
+bool tw__wheel_check(const struct wheel *w)
 {
 	size_t total = 0;
 	if (!w->draining[TOP] && w->held.next != &w->held)

@@ -85,7 +85,7 @@ struct wheel {
 };
 
 /* Starts an empty wheel whose current tick is now. */
-void wheel_init(struct wheel *w, uint64_t now);
+void tw__wheel_init(struct wheel *w, uint64_t now);
 
 /* Marks an entry as not in any wheel. Call once before its first add. */
 static inline void wheel_entry_init(struct wheel_entry *e)
@@ -116,13 +116,13 @@ static inline size_t wheel_count(const struct wheel *w)
 
 /* Files e, which must not be pending, to be handed out at tick due
  * (or at now + 1 if due <= now). */
-void wheel_add(struct wheel *w, struct wheel_entry *e, uint64_t due);
+void tw__wheel_add(struct wheel *w, struct wheel_entry *e, uint64_t due);
 
 /* Takes e, which must be pending, out of the wheel. */
-void wheel_remove(struct wheel *w, struct wheel_entry *e);
+void tw__wheel_remove(struct wheel *w, struct wheel_entry *e);
 
 /* Moves e, pending or not, to tick due; it then counts as last added. */
-void wheel_reschedule(struct wheel *w, struct wheel_entry *e, uint64_t due);
+void tw__wheel_reschedule(struct wheel *w, struct wheel_entry *e, uint64_t due);
 
 /* Private to the inline functions here and to wheel.c: the slot of the
  * current tick, and whether a slot's list is empty (level 0 counts nothing). */
@@ -151,7 +151,7 @@ static inline struct wheel_entry *wheel_hand_out_(struct wheel *w, struct wheel_
 }
 
 /* Private: wheel_expire() once the current tick has no entry left. */
-struct wheel_entry *wheel_expire_later_(struct wheel *w, uint64_t target);
+struct wheel_entry *tw__wheel_expire_later_(struct wheel *w, uint64_t target);
 
 /*
  * Advances the wheel towards tick target and hands out the next due entry,
@@ -165,7 +165,7 @@ static inline struct wheel_entry *wheel_expire(struct wheel *w, uint64_t target)
 {
 	struct wheel_slot *s = wheel_now_slot_(w);
 	if (wheel_slot_empty_(s))
-		return wheel_expire_later_(w, target);
+		return tw__wheel_expire_later_(w, target);
 	return wheel_hand_out_(w, s);
 }
 
@@ -187,9 +187,9 @@ static inline void wheel_prefetch(const struct wheel *w)
  * later than the first due entry, possibly earlier (a crowded slot that must
  * cascade). UINT64_MAX when the wheel is empty. O(levels).
  */
-uint64_t wheel_next_expiry(const struct wheel *w);
+uint64_t tw__wheel_next_expiry(const struct wheel *w);
 
 /* Checks every invariant; O(entries). For tests. */
-bool wheel_check(const struct wheel *w);
+bool tw__wheel_check(const struct wheel *w);
 
 #endif

@@ -3,7 +3,7 @@
  * clock and CPU time, statistics over samples, random numbers, and the
  * table every subcommand prints (figure, measured value, target, verdict).
  *
- * The benchmark uses the public API only (tickwheel.h), plus tw_alloc_bytes()
+ * The benchmark uses the public API only (tickwheel.h), plus tw__alloc_bytes()
  * from core/alloc.h for the memory figure.
  */
 #ifndef TICKWHEEL_PERF_ENGINE_BENCH_ENGINE_H

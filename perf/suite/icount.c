@@ -90,28 +90,28 @@ static int wheel_phases(const struct workload *shared)
 		fprintf(stderr, "tw-perf icount: out of memory\n");
 		return 2;
 	}
-	wheel_init(w, 0);
+	tw__wheel_init(w, 0);
 	for (size_t i = 0; i < n; i++)
 		wheel_entry_init(&entries[i]);
 	struct phase p;
 
 	phase_begin(&p, "wheel_add", n);
 	for (size_t i = 0; i < n; i++)
-		wheel_add(w, &entries[wl->order[0][i]], wl->delay[0][i]);
+		tw__wheel_add(w, &entries[wl->order[0][i]], wl->delay[0][i]);
 	phase_end(&p);
 
 	phase_begin(&p, "wheel_reschedule", n);
 	for (size_t i = 0; i < n; i++)
-		wheel_reschedule(w, &entries[wl->order[1][i]], wl->delay[1][i]);
+		tw__wheel_reschedule(w, &entries[wl->order[1][i]], wl->delay[1][i]);
 	phase_end(&p);
 
 	phase_begin(&p, "wheel_cancel", n);
 	for (size_t i = 0; i < n; i++)
-		wheel_remove(w, &entries[wl->order[2][i]]);
+		tw__wheel_remove(w, &entries[wl->order[2][i]]);
 	phase_end(&p);
 
 	for (size_t i = 0; i < n; i++)
-		wheel_add(w, &entries[wl->order[0][i]], wl->delay[0][i]);
+		tw__wheel_add(w, &entries[wl->order[0][i]], wl->delay[0][i]);
 	size_t fired = 0;
 	phase_begin(&p, "wheel_expiry", n);
 	while (wheel_expire(w, MAX_DELAY_MS))
