@@ -180,10 +180,12 @@ int main(int argc, char **argv)
 	double cpu0 = process_cpu_seconds();
 	uint64_t start = monotonic_now_ns(), resets = 0, quiet = o.sessions / 10;
 	for (uint64_t second = 1; second <= o.seconds; second++) {
-		/* Reset sessions in small batches spread over the second. */
-		for (unsigned slice = 0; slice < 100; slice++) {
-			for (uint64_t k = 0; k < o.resets_per_second / 100 && o.sessions > quiet;
-			     k++) {
+		/* Reset sessions in small batches spread over the second; they add up to
+		 * R a second even when R is not a multiple of 100. */
+		for (uint64_t slice = 0; slice < 100; slice++) {
+			uint64_t batch = o.resets_per_second * (slice + 1) / 100 -
+					 o.resets_per_second * slice / 100;
+			for (uint64_t k = 0; k < batch && o.sessions > quiet; k++) {
 				uint64_t i = quiet + (uint64_t)rand() % (o.sessions - quiet);
 				resets += tw_set_delay(e, sessions[i], SESSION_TIMEOUT_MS) == TW_OK;
 			}
