@@ -11,18 +11,24 @@
 
 #ifdef TW_USE_JEMALLOC
 #include <jemalloc/jemalloc.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 static unsigned arena;
 static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
 static pthread_key_t tcache_key;
-static _Thread_local unsigned tcache; /* 0 = none yet; else index + 1 */
+static bool tcache_key_made;
+/* 0 = none yet; NO_TCACHE = this thread goes without one; else index + 1 */
+static _Thread_local unsigned tcache;
+#define NO_TCACHE UINT_MAX
 
 static void destroy_tcache(void *index_plus_one)
 {
 	unsigned index = (unsigned)(uintptr_t)index_plus_one - 1;
-	mallctl("tcache.destroy", NULL, NULL, &index, sizeof index);
+	/* Fails only for an index jemalloc did not give: then there is nothing to free. */
+	(void)mallctl("tcache.destroy", NULL, NULL, &index, sizeof index);
 }
 
 static void make_arena(void)
@@ -30,21 +36,31 @@ static void make_arena(void)
 	size_t size = sizeof arena;
 	if (mallctl("arenas.create", &arena, &size, NULL, 0) != 0)
 		abort(); /* jemalloc is out of arenas or memory at start-up */
-	pthread_key_create(&tcache_key, destroy_tcache);
+	/* Without the key a thread's tcache would outlive it: threads go without one. */
+	tcache_key_made = pthread_key_create(&tcache_key, destroy_tcache) == 0;
+}
+
+/* This thread's explicit tcache, made on first use: slower without one, still right. */
+static unsigned thread_tcache(void)
+{
+	unsigned index;
+	size_t size = sizeof index;
+	if (!tcache_key_made || mallctl("tcache.create", &index, &size, NULL, 0) != 0)
+		return NO_TCACHE;
+	if (pthread_setspecific(tcache_key, (void *)(uintptr_t)(index + 1))) {
+		destroy_tcache((void *)(uintptr_t)(index + 1));
+		return NO_TCACHE;
+	}
+	return index + 1;
 }
 
 static int flags(size_t alignment)
 {
 	pthread_once(&arena_once, make_arena);
-	if (!tcache) {
-		unsigned index;
-		size_t size = sizeof index;
-		if (mallctl("tcache.create", &index, &size, NULL, 0) != 0)
-			return MALLOCX_ARENA(arena) | MALLOCX_TCACHE_NONE |
-			       MALLOCX_ALIGN(alignment);
-		tcache = index + 1;
-		pthread_setspecific(tcache_key, (void *)(uintptr_t)tcache);
-	}
+	if (!tcache)
+		tcache = thread_tcache();
+	if (tcache == NO_TCACHE)
+		return MALLOCX_ARENA(arena) | MALLOCX_TCACHE_NONE | MALLOCX_ALIGN(alignment);
 	return MALLOCX_ARENA(arena) | MALLOCX_TCACHE(tcache - 1) | MALLOCX_ALIGN(alignment);
 }
 

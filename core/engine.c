@@ -27,7 +27,8 @@ uint64_t tw__engine_now_ns(const struct tw_engine *e)
 static __attribute__((noinline)) uint64_t coarse_now_ns(const struct tw_engine *e)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	/* Cannot fail: the clock exists (clock_getres found it at create) and ts is ours. */
+	(void)clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + e->coarse_slack_ns;
 }
 
@@ -147,6 +148,9 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 	config_defaults(&config);
 	if (cfg && tw__struct_in(&config, sizeof config, cfg, size))
 		return -TW_EINVAL;
+	int rc = tw__rcu_init();
+	if (rc)
+		return rc;
 	tw__rcu_ensure_registered();
 	struct tw_engine *e = tw__alloc(sizeof *e);
 	if (!e)
@@ -154,8 +158,15 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 	memset(e, 0, sizeof *e);
 	e->cfg = config;
 	e->timer_fd = e->wake_fd = e->epoll_fd = -1;
-	pthread_mutex_init(&e->lock, NULL);
-	pthread_cond_init(&e->cond, NULL);
+	if (pthread_mutex_init(&e->lock, NULL)) {
+		tw__free(e, sizeof *e);
+		return -TW_ENOMEM;
+	}
+	if (pthread_cond_init(&e->cond, NULL)) {
+		pthread_mutex_destroy(&e->lock);
+		tw__free(e, sizeof *e);
+		return -TW_ENOMEM;
+	}
 	__cds_wfcq_init(&e->mail_head, &e->mail_tail);
 	uint64_t now = monotonic_ns();
 	e->epoch_ns = now - now % NS_PER_MS;
@@ -172,7 +183,7 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	e->executor_count = e->cfg.executors ? e->cfg.executors : (unsigned)(cpus > 0 ? cpus : 1);
 	e->executors = tw__alloc(e->executor_count * sizeof *e->executors);
-	int rc = e->executors ? tw__table_init(&e->table) : -TW_ENOMEM;
+	rc = e->executors ? tw__table_init(&e->table) : -TW_ENOMEM;
 	if (rc == TW_OK) {
 		memset(e->executors, 0, e->executor_count * sizeof *e->executors);
 		rc = open_descriptors(e);
@@ -183,10 +194,13 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 		rc = tw__wheel_thread_start(e);
 	if (rc != TW_OK) {
 		atomic_store(&e->stopping, true);
-		if (e->executors)
+		if (e->executors) {
 			free_engine(e);
-		else
+		} else {
+			pthread_mutex_destroy(&e->lock);
+			pthread_cond_destroy(&e->cond);
 			tw__free(e, sizeof *e);
+		}
 		return rc;
 	}
 	*out = e;

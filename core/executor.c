@@ -11,6 +11,7 @@
 #include <linux/futex.h>
 #include <sched.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,12 +25,16 @@ bool tw__engine_on_executor(const struct tw_engine *e)
 
 void tw__futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct timespec *timeout)
 {
-	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, timeout, NULL, 0);
+	/* EAGAIN (the word changed), EINTR and ETIMEDOUT all mean "look again", which every
+	 * caller does in a loop; nothing else can happen with a word of our own. */
+	(void)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, timeout, NULL,
+		      0);
 }
 
 void tw__futex_wake_all(_Atomic uint32_t *word)
 {
-	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+	/* Cannot fail for an aligned word of this process. */
+	(void)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
 static bool pop(struct executor *x, struct firing *f)
@@ -332,7 +337,10 @@ void tw__executors_join(struct tw_engine *e)
 		if (x->ring) {
 			atomic_store(&x->quit, true);
 			tw__executor_wake(x);
-			pthread_join(x->thread, NULL);
+			int err = pthread_join(x->thread, NULL);
+			if (err) /* a thread of ours that cannot be joined: say so, go on */
+				tw__engine_log(e, TW_LOG_ERROR, "joining executor %u: %s", i,
+					       strerror(err));
 			tw__free(x->ring, (x->mask + 1) * sizeof *x->ring);
 			x->ring = NULL;
 			cds_wfcq_destroy(&x->releases_head, &x->releases_tail);

@@ -565,6 +565,8 @@ void tw__struct_out(void *dst, size_t dst_size, const void *src, size_t src_size
 
 /* RCU: rcu.c. Registers the calling thread with liburcu once. */
 void tw__rcu_ensure_registered(void);
+/* Before the first engine: -TW_ENOMEM if the thread-exit hook could not be made. */
+int tw__rcu_init(void);
 
 /* Read-side sections, with what a grace period orders told to TSan. */
 extern char tw__rcu_grace_token;

@@ -8,6 +8,8 @@
  */
 #include "internal.h"
 
+#include <stdlib.h>
+
 char tw__rcu_grace_token;
 static pthread_key_t registration_key;
 static pthread_once_t registration_once = PTHREAD_ONCE_INIT;
@@ -20,17 +22,28 @@ static void unregister_at_exit(void *unused)
 	registered = false;
 }
 
+static bool key_made;
+
 static void make_key(void)
 {
-	pthread_key_create(&registration_key, unregister_at_exit);
+	key_made = pthread_key_create(&registration_key, unregister_at_exit) == 0;
+}
+
+int tw__rcu_init(void)
+{
+	pthread_once(&registration_once, make_key);
+	return key_made ? TW_OK : -TW_ENOMEM;
 }
 
 void tw__rcu_ensure_registered(void)
 {
 	if (registered)
 		return;
-	pthread_once(&registration_once, make_key);
 	urcu_memb_register_thread();
-	pthread_setspecific(registration_key, (void *)1);
+	/* A thread left registered after its exit would leave liburcu's registry pointing at
+	 * freed memory, and no error can be returned from here: glibc needs memory for a
+	 * key's value only past the process's first 32 keys, and without it we stop. */
+	if (pthread_setspecific(registration_key, (void *)1))
+		abort();
 	registered = true;
 }

@@ -46,12 +46,18 @@ int tw__table_init(struct task_table *t)
 	t->dir = dir_new(16);
 	if (!t->dir)
 		return -TW_ENOMEM;
-	pthread_mutex_init(&t->lock, NULL);
+	if (pthread_mutex_init(&t->lock, NULL)) {
+		dir_free(t->dir);
+		t->dir = NULL;
+		return -TW_ENOMEM;
+	}
 	return TW_OK;
 }
 
 void tw__table_fini(struct task_table *t)
 {
+	if (!t->dir) /* tw__table_init failed or never ran */
+		return;
 	size_t chunks = atomic_load(&t->dir->chunks);
 	for (size_t i = 0; i < chunks; i++)
 		tw__free_aligned(atomic_load(&t->dir->chunk[i]), TABLE_CHUNK_BYTES,

@@ -15,9 +15,11 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { KICK_BATCH = 64 }; /* firings handed out between wake-ups of the executors */
@@ -30,8 +32,10 @@ static struct tw_task *task_of_entry(struct wheel_entry *entry)
 void tw__engine_wake(struct tw_engine *e)
 {
 	uint64_t one = 1;
-	ssize_t n = write(e->wake_fd, &one, sizeof one);
-	(void)n; /* EAGAIN: the counter is already non-zero, the thread will wake */
+	/* EAGAIN: the counter is already non-zero, the thread will wake. Nothing else can
+	 * fail on an eventfd that the engine holds open until the wheel thread is joined. */
+	if (write(e->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
+		tw__engine_log(e, TW_LOG_ERROR, "waking the wheel thread: %s", strerror(errno));
 }
 
 bool tw__task_mail(struct tw_engine *e, struct tw_task *task)
@@ -297,7 +301,11 @@ static uint64_t current_tick(struct tw_engine *e)
 	return now > e->epoch_ns ? (now - e->epoch_ns) / NS_PER_MS : 0;
 }
 
-static void arm(struct tw_engine *e, uint64_t tick)
+/* The timerfd's state when arming it failed: the next pass arms it again. */
+#define ARM_FAILED (UINT64_MAX - 1)
+
+/* Arms the timerfd for the tick (UINT64_MAX: disarms it); false if the kernel refused. */
+static bool arm(struct tw_engine *e, uint64_t tick)
 {
 	struct itimerspec at = { 0 };
 	if (tick != UINT64_MAX) {
@@ -305,13 +313,54 @@ static void arm(struct tw_engine *e, uint64_t tick)
 		at.it_value.tv_sec = (time_t)(ns / 1000000000u);
 		at.it_value.tv_nsec = (long)(ns % 1000000000u);
 	}
-	timerfd_settime(e->timer_fd, TFD_TIMER_ABSTIME, &at, NULL);
+	return timerfd_settime(e->timer_fd, TFD_TIMER_ABSTIME, &at, NULL) == 0;
 }
 
-static void wait_for_work(struct tw_engine *e)
+/* Whole ms from now until the tick, rounded up: epoll_wait's timeout when the timerfd
+ * could not be armed, so that firing goes on, less precisely, rather than stopping. */
+static int ms_until(struct tw_engine *e, uint64_t tick)
+{
+	if (tick == UINT64_MAX)
+		return -1;
+	uint64_t due = e->epoch_ns + tick * NS_PER_MS, now = tw__engine_now_ns(e);
+	if (due <= now)
+		return 0;
+	uint64_t ms = (due - now + NS_PER_MS - 1) / NS_PER_MS;
+	return ms > INT32_MAX ? INT32_MAX : (int)ms;
+}
+
+/* Arms the timerfd for the next tick with work if it is not armed for it yet; returns
+ * epoll_wait's timeout: -1, or the ms to that tick while the timerfd cannot be armed. */
+static int arm_for_next(struct tw_engine *e, uint64_t *armed)
+{
+	uint64_t next = tw__wheel_next_expiry(&e->wheel);
+	if (next == *armed)
+		return -1;
+	if (arm(e, next)) {
+		if (*armed == ARM_FAILED)
+			tw__engine_log(e, TW_LOG_WARNING, "timerfd_settime works again");
+		*armed = next;
+		return -1;
+	}
+	if (*armed != ARM_FAILED) /* once per failing spell, not per tick */
+		tw__engine_log(e, TW_LOG_ERROR,
+			       "timerfd_settime: %s; the wheel thread wakes by epoll_wait's "
+			       "timeout until it works again",
+			       strerror(errno));
+	*armed = ARM_FAILED;
+	return ms_until(e, next);
+}
+
+static void wait_for_work(struct tw_engine *e, int timeout_ms)
 {
 	struct epoll_event events[2];
-	int n = epoll_wait(e->epoll_fd, events, 2, -1);
+	int n = epoll_wait(e->epoll_fd, events, 2, timeout_ms);
+	if (n < 0 && errno != EINTR) {
+		/* Only a closed or broken epoll descriptor gets here: say so, and do not spin. */
+		tw__engine_log(e, TW_LOG_ERROR, "epoll_wait: %s", strerror(errno));
+		struct timespec ms = { .tv_nsec = (long)NS_PER_MS };
+		(void)nanosleep(&ms, NULL); /* EINTR: a shorter pause is as good */
+	}
 	bump(&e->wakeups); /* the wheel thread's alone */
 	/* The timerfd needs no read: every wake-up by it is followed by a
 	 * timerfd_settime (the next due is later), which clears its count. */
@@ -346,7 +395,9 @@ static void *wheel_main(void *arg)
 	struct tw_engine *e = arg;
 	uint64_t armed = UINT64_MAX;
 	tw__rcu_ensure_registered();
-	prctl(PR_SET_TIMERSLACK, 1UL);
+	/* Without the least slack the kernel may defer each wake-up by up to 50 us; a refusal
+	 * costs precision, not correctness. */
+	(void)prctl(PR_SET_TIMERSLACK, 1UL);
 	while (!atomic_load(&e->wheel_quit)) {
 		uint64_t asked = e->cfg.manual_clock ? advance_asked(e) : 0;
 		uint64_t target = current_tick(e);
@@ -361,15 +412,12 @@ static void *wheel_main(void *arg)
 				tw__executors_kick(e);
 		}
 		tw__executors_kick(e);
-		if (e->cfg.manual_clock) {
+		int timeout_ms = -1;
+		if (e->cfg.manual_clock)
 			advance_done(e, asked);
-		} else {
-			uint64_t next = tw__wheel_next_expiry(&e->wheel);
-			if (next != armed)
-				arm(e, next);
-			armed = next;
-		}
-		wait_for_work(e);
+		else
+			timeout_ms = arm_for_next(e, &armed);
+		wait_for_work(e, timeout_ms);
 	}
 	return NULL;
 }
@@ -389,6 +437,8 @@ void tw__wheel_thread_join(struct tw_engine *e)
 		return;
 	atomic_store(&e->wheel_quit, true);
 	tw__engine_wake(e);
-	pthread_join(e->wheel_thread, NULL);
+	int err = pthread_join(e->wheel_thread, NULL);
+	if (err)
+		tw__engine_log(e, TW_LOG_ERROR, "joining the wheel thread: %s", strerror(err));
 	e->wheel_thread_started = false;
 }
