@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 /* A gnuplot single-quoted string: only '' is special there; a line break
  * would end the command, so control characters become spaces. */
@@ -107,6 +108,27 @@ static void script(FILE *g, const char *path, const struct plot_panel *panels, s
 	if (count > 1)
 		fputs("unset multiplot\n", g);
 	fputs("unset output\n", g);
+}
+
+bool plot_gnuplot_found(void)
+{
+	/* what `exec gnuplot` in sh finds: PATH (sh's default when unset), "" is "." */
+	const char *dirs = getenv("PATH");
+	if (!dirs)
+		dirs = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *d = dirs;; d++) {
+		size_t len = strcspn(d, ":");
+		char file[4096];
+		int n = snprintf(file, sizeof file, "%.*s/gnuplot", len ? (int)len : 1,
+				 len ? d : ".");
+		struct stat st;
+		if (n > 0 && (size_t)n < sizeof file && !stat(file, &st) && S_ISREG(st.st_mode) &&
+		    !access(file, X_OK))
+			return true;
+		d += len;
+		if (!*d)
+			return false;
+	}
 }
 
 int plot_png_panels(const char *path, const struct plot_panel *panels, size_t count)

@@ -29,6 +29,10 @@ struct plot_series {
  * (gnuplot missing, gnuplot failed, nothing to draw). */
 int plot_png(const char *path, const struct plot *p, const struct plot_series *s, size_t count);
 
+/* true if a gnuplot the pictures can be drawn with is on the PATH: a tool that
+ * is to draw after a long run asks before it. */
+bool plot_gnuplot_found(void);
+
 /* Several plots side by side in one PNG (a gnuplot multiplot), each with its
  * own series; every panel needs at least one series. */
 struct plot_panel {

@@ -3,6 +3,7 @@
  *
  *   tw-jitter [--tasks N] [--period 200ms | 100-500ms] [--seconds S | --duration 1.5m]
  *             [--executors N] [--floor 5s] [--json FILE] [--plot FILE.png]
+ *   tw-jitter -h | --help | --version
  *
  * Runs N periodic tasks (periods drawn in whole ms from the range) on the
  * real clock, prints a progress line every second, then a table (report.h):
@@ -12,9 +13,15 @@
  * facts, the lateness CDF and the interval histogram; --plot draws those two
  * side by side (gnuplot). --floor first measures, for that long, how precisely
  * the machine itself wakes a thread that does nothing else (wake_floor.h) and
- * shows it as a column of its own: no engine can do better. Exits 1 if any run started before its due, none
- * ran, or a file could not be written.
+ * shows it as a column of its own: no engine can do better.
+ *
+ * The command line is checked before the run (cli.h): a bad value, an unknown
+ * option, a --json or --plot file that cannot be written or a --plot without
+ * gnuplot is one line on stderr and exit status 2. Otherwise it exits 1 if any
+ * run started before its due, none ran, or a file could not be written after
+ * all; 0 else.
  */
+#include "cli.h"
 #include "measure.h"
 #include "plot.h"
 #include "report.h"
@@ -47,75 +54,129 @@ static int run(const tw_fire *fire, void *arg)
 	return 0;
 }
 
-static void usage(const char *problem, const char *value)
+#define PROG "tw-jitter"
+
+/* Bounds of the values: counts a table of tasks can hold, threads a machine
+ * can have, runs of up to a million seconds (11.6 days), the engine's periods. */
+#define MAX_TASKS     UINT64_C(4294967295)
+#define MAX_EXECUTORS 1024
+#define MAX_SECONDS   UINT64_C(1000000)
+
+static void usage(FILE *out)
 {
-	if (problem)
-		fprintf(stderr, "tw-jitter: %s%s%s\n", problem, value ? ": " : "",
-			value ? value : "");
-	fprintf(stderr, "usage: tw-jitter [--tasks N] [--period 200ms | 100-500ms] "
-			"[--seconds S | --duration D] [--executors N] [--floor D] "
-			"[--json FILE] [--plot FILE.png]\n");
-	exit(2);
+	fprintf(out,
+		"usage: tw-jitter [--tasks N] [--period 200ms | 100-500ms]\n"
+		"                 [--seconds S | --duration D] [--executors N] [--floor D]\n"
+		"                 [--json FILE] [--plot FILE.png]\n"
+		"       tw-jitter -h | --help | --version\n"
+		"\n"
+		"How precisely tickwheel fires on this machine: N periodic tasks on the real\n"
+		"clock, a progress line every second, then the intervals between runs against\n"
+		"the period, the lateness of each run against its due, runs, skips and CPU.\n"
+		"\n"
+		"  --tasks N        periodic tasks, 1 .. %" PRIu64 " (default 1)\n"
+		"  --period P       the period, or a range each task's is drawn from in whole\n"
+		"                   ms; at least 1ms (default 200ms; a bare number is ms)\n"
+		"  --seconds S      how long to run, 1 .. %" PRIu64 " (default 10)\n"
+		"  --duration D     the same as a duration: 90s, 1.5m\n"
+		"  --executors N    executor threads, 0 .. %d (default 0: one per CPU)\n"
+		"  --floor D        first measure for D how precisely the machine itself wakes\n"
+		"                   a thread (at least twice the longest period)\n"
+		"  --json FILE      the figures, the machine's facts and the series as JSON\n"
+		"  --plot FILE.png  the lateness CDF and the interval histogram (gnuplot)\n"
+		"  -h, --help       this text\n"
+		"  --version        the version\n"
+		"\n"
+		"Exit status: 0; 1 if a run started before its due, none ran or a file could\n"
+		"not be written; 2 on a bad command line or an output that cannot be written\n"
+		"(both checked before the run).\n",
+		MAX_TASKS, MAX_SECONDS, MAX_EXECUTORS);
 }
 
-static uint64_t count_of(const char *text, const char *option)
-{
-	char *end;
-	unsigned long long n = strtoull(text, &end, 10);
-	if (!*text || *end || *text == '-')
-		usage(option, "needs a whole number");
-	return n;
-}
+enum {
+	OPT_TASKS = 1,
+	OPT_PERIOD,
+	OPT_SECONDS,
+	OPT_DURATION,
+	OPT_EXECUTORS,
+	OPT_FLOOR,
+	OPT_JSON,
+	OPT_PLOT
+};
 
-static uint64_t duration_of(const char *text, const char *option)
-{
-	uint64_t ns;
-	int rc = tw_parse_duration(text, &ns);
-	if (rc) {
-		fprintf(stderr, "tw-jitter: %s '%s': %s\n", option, text, tw_strerror(rc));
-		usage(NULL, NULL);
-	}
-	return ns;
-}
+static const struct cli_option option_table[] = {
+	{ "--tasks", OPT_TASKS, true },
+	{ "--period", OPT_PERIOD, true },
+	{ "--seconds", OPT_SECONDS, true },
+	{ "--duration", OPT_DURATION, true },
+	{ "--executors", OPT_EXECUTORS, true },
+	{ "--floor", OPT_FLOOR, true },
+	{ "--json", OPT_JSON, true },
+	{ "--plot", OPT_PLOT, true },
+	{ NULL, 0, false },
+};
 
 static struct options parse(int argc, char **argv)
 {
 	struct options o = { 1,   200 * NS_PER_MS, 200 * NS_PER_MS, 10000 * NS_PER_MS, 0, 0, NULL,
 			     NULL };
-	for (int i = 1; i < argc; i++) {
-		const char *opt = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!value)
-			usage("missing value after", opt);
-		i++;
-		if (!strcmp(opt, "--tasks")) {
-			o.tasks = count_of(value, opt);
-		} else if (!strcmp(opt, "--period")) {
-			int rc = tw_parse_duration_range(value, &o.period_lo_ns, &o.period_hi_ns);
-			if (rc) {
-				fprintf(stderr, "tw-jitter: --period '%s': %s\n", value,
-					tw_strerror(rc));
-				usage(NULL, NULL);
-			}
-		} else if (!strcmp(opt, "--seconds")) {
-			o.duration_ns = count_of(value, opt) * 1000 * NS_PER_MS;
-		} else if (!strcmp(opt, "--duration")) {
-			o.duration_ns = duration_of(value, opt);
-		} else if (!strcmp(opt, "--executors")) {
-			o.executors = count_of(value, opt);
-		} else if (!strcmp(opt, "--floor")) {
-			o.floor_ns = duration_of(value, opt);
-		} else if (!strcmp(opt, "--json")) {
+	const char *floor_text = NULL;
+	uint64_t lo_ms, hi_ms;
+	struct cli c;
+	cli_init(&c, PROG, usage, option_table, argc, argv, 1);
+	for (int id; (id = cli_next(&c)) != CLI_END;) {
+		const char *opt = c.option, *value = c.value;
+		switch (id) {
+		case OPT_TASKS:
+			o.tasks = cli_count(PROG, opt, value, 1, MAX_TASKS);
+			break;
+		case OPT_PERIOD:
+			cli_ms_range(PROG, opt, value, 1, TW_MAX_DELAY_MS, &lo_ms, &hi_ms);
+			o.period_lo_ns = lo_ms * NS_PER_MS;
+			o.period_hi_ns = hi_ms * NS_PER_MS;
+			break;
+		case OPT_SECONDS:
+			o.duration_ns =
+				cli_count(PROG, opt, value, 1, MAX_SECONDS) * 1000 * NS_PER_MS;
+			break;
+		case OPT_DURATION:
+			o.duration_ns = cli_ms(PROG, opt, value, 1, MAX_SECONDS * 1000) * NS_PER_MS;
+			break;
+		case OPT_EXECUTORS:
+			o.executors = cli_count(PROG, opt, value, 0, MAX_EXECUTORS);
+			break;
+		case OPT_FLOOR:
+			o.floor_ns = cli_ms(PROG, opt, value, 1, MAX_SECONDS * 1000) * NS_PER_MS;
+			floor_text = value;
+			break;
+		case OPT_JSON:
 			o.json = value;
-		} else if (!strcmp(opt, "--plot")) {
+			break;
+		case OPT_PLOT:
 			o.plot = value;
-		} else {
-			usage("unknown option", opt);
+			break;
+		default:
+			cli_fail(PROG, "unexpected argument '%s'", value);
 		}
 	}
-	if (!o.tasks || o.period_lo_ns < NS_PER_MS || !o.duration_ns)
-		usage("tasks and duration must be above 0, periods at least 1ms", NULL);
+	/* --period may come after --floor: the two together once both are known */
 	if (o.floor_ns && o.floor_ns < 2 * o.period_hi_ns)
-		usage("--floor must last at least twice the longest period", NULL);
+		cli_bad_value(PROG, "--floor", floor_text,
+			      "must last at least twice the longest period (%" PRIu64 " ms)",
+			      o.period_hi_ns / NS_PER_MS);
+	/* the outputs, before a run that would end in "cannot write" */
+	if (o.json)
+		cli_check_file(PROG, "--json", o.json);
+	if (o.plot) {
+		cli_check_file(PROG, "--plot", o.plot);
+		if (!plot_gnuplot_found()) {
+			fprintf(stderr,
+				PROG ": cannot draw --plot %s: gnuplot not found "
+				     "(Debian: apt-get install gnuplot-nox)\n",
+				o.plot);
+			exit(CLI_USAGE);
+		}
+	}
 	return o;
 }
 

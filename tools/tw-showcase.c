@@ -3,12 +3,17 @@
  * session timeouts reset all the time, for a few seconds on the real clock.
  *
  *   tw-showcase [--heartbeats N] [--sessions N] [--resets-per-second R] [--seconds S]
+ *   tw-showcase -h | --help | --version
  *
  * Heartbeats: N periodic tasks, periods drawn from 100-500 ms (whole ms).
  * Sessions: one-shot timeouts of 5 s that an application thread keeps
  * pushing back (tw_set_delay), except for a tenth of them that go quiet and
  * expire. Prints a progress line every second, then a report.
+ *
+ * A bad command line (cli.h) is one line on stderr and exit status 2; an
+ * engine call that fails, or no memory, exits 1.
  */
+#include "cli.h"
 #include "measure.h"
 #include "tickwheel.h"
 
@@ -39,39 +44,78 @@ static int expire(const tw_fire *fire, void *arg)
 	return 0;
 }
 
-static uint64_t parse_count(const char *text, const char *option)
+#define PROG "tw-showcase"
+
+/* Bounds of the values: counts a table of tasks can hold, resets an
+ * application thread could ask for, runs of up to a million seconds. */
+#define MAX_TASKS   UINT64_C(4294967295)
+#define MAX_RESETS  UINT64_C(1000000000)
+#define MAX_SECONDS UINT64_C(1000000)
+
+static void usage(FILE *out)
 {
-	char *end;
-	unsigned long long value = strtoull(text, &end, 10);
-	if (!*text || *end || *text == '-') {
-		fprintf(stderr, "tw-showcase: %s needs a whole number, not '%s'\n", option, text);
-		exit(2);
-	}
-	return value;
+	fprintf(out,
+		"usage: tw-showcase [--heartbeats N] [--sessions N] [--resets-per-second R]\n"
+		"                   [--seconds S]\n"
+		"       tw-showcase -h | --help | --version\n"
+		"\n"
+		"The engine at work on the real clock: heartbeats at periods of 100-500 ms\n"
+		"that must not drift, and session timeouts of 5 s that an application thread\n"
+		"keeps pushing back, but for a tenth of them that go quiet and expire. A\n"
+		"progress line every second, then runs, skips, lateness, interval jitter,\n"
+		"resets, wake-ups and CPU.\n"
+		"\n"
+		"  --heartbeats N           periodic tasks, 0 .. %" PRIu64 " (default 100000)\n"
+		"  --sessions N             session timeouts, 0 .. %" PRIu64 " (default 100000)\n"
+		"  --resets-per-second R    0 .. %" PRIu64 " (default 200000)\n"
+		"  --seconds S              how long to run, 1 .. %" PRIu64 " (default 10)\n"
+		"  -h, --help               this text\n"
+		"  --version                the version\n"
+		"\n"
+		"Exit status: 0; 1 if the engine failed or memory ran out; 2 on a bad command\n"
+		"line.\n",
+		MAX_TASKS, MAX_TASKS, MAX_RESETS, MAX_SECONDS);
 }
 
 struct options {
 	uint64_t heartbeats, sessions, resets_per_second, seconds;
 };
 
+enum { OPT_HEARTBEATS = 1, OPT_SESSIONS, OPT_RESETS, OPT_SECONDS };
+
+static const struct cli_option option_table[] = {
+	{ "--heartbeats", OPT_HEARTBEATS, true },
+	{ "--sessions", OPT_SESSIONS, true },
+	{ "--resets-per-second", OPT_RESETS, true },
+	{ "--seconds", OPT_SECONDS, true },
+	{ NULL, 0, false },
+};
+
 static struct options parse(int argc, char **argv)
 {
 	struct options o = { 100000, 100000, 200000, 10 };
-	for (int i = 1; i < argc; i++) {
-		const char *names[] = { "--heartbeats", "--sessions", "--resets-per-second",
-					"--seconds" };
-		uint64_t *fields[] = { &o.heartbeats, &o.sessions, &o.resets_per_second,
-				       &o.seconds };
-		unsigned k = 0;
-		while (k < 4 && strcmp(argv[i], names[k]))
-			k++;
-		if (k == 4 || i + 1 == argc) {
-			fprintf(stderr, "usage: tw-showcase [--heartbeats N] [--sessions N] "
-					"[--resets-per-second R] [--seconds S]\n");
-			exit(2);
+	struct cli c;
+	cli_init(&c, PROG, usage, option_table, argc, argv, 1);
+	for (int id; (id = cli_next(&c)) != CLI_END;) {
+		switch (id) {
+		case OPT_HEARTBEATS:
+			o.heartbeats = cli_count(PROG, c.option, c.value, 0, MAX_TASKS);
+			break;
+		case OPT_SESSIONS:
+			o.sessions = cli_count(PROG, c.option, c.value, 0, MAX_TASKS);
+			break;
+		case OPT_RESETS:
+			o.resets_per_second = cli_count(PROG, c.option, c.value, 0, MAX_RESETS);
+			break;
+		case OPT_SECONDS:
+			o.seconds = cli_count(PROG, c.option, c.value, 1, MAX_SECONDS);
+			break;
+		default:
+			cli_fail(PROG, "unexpected argument '%s'", c.value);
 		}
-		*fields[k] = parse_count(argv[++i], names[k]);
 	}
+	if (!o.heartbeats && !o.sessions)
+		cli_fail(PROG, "--heartbeats and --sessions are both 0: nothing to show");
 	return o;
 }
 
@@ -105,8 +149,13 @@ int main(int argc, char **argv)
 	check(tw_engine_create(NULL, &e), "create");
 	struct intervals *beats = calloc(o.heartbeats ? o.heartbeats : 1, sizeof *beats);
 	tw_id *sessions = calloc(o.sessions ? o.sessions : 1, sizeof *sessions);
-	if (!beats || !sessions)
+	if (!beats || !sessions) {
+		fprintf(stderr,
+			PROG ": out of memory for %" PRIu64 " heartbeats and %" PRIu64
+			     " sessions\n",
+			o.heartbeats, o.sessions);
 		return 1;
+	}
 	srand(42);
 	for (uint64_t i = 0; i < o.heartbeats; i++) {
 		uint64_t period = 100 + (uint64_t)rand() % 401;
@@ -131,10 +180,12 @@ int main(int argc, char **argv)
 	double cpu0 = process_cpu_seconds();
 	uint64_t start = monotonic_now_ns(), resets = 0, quiet = o.sessions / 10;
 	for (uint64_t second = 1; second <= o.seconds; second++) {
-		/* Reset sessions in small batches spread over the second. */
-		for (unsigned slice = 0; slice < 100; slice++) {
-			for (uint64_t k = 0; k < o.resets_per_second / 100 && o.sessions > quiet;
-			     k++) {
+		/* Reset sessions in small batches spread over the second; they add up to
+		 * R a second even when R is not a multiple of 100. */
+		for (uint64_t slice = 0; slice < 100; slice++) {
+			uint64_t batch = o.resets_per_second * (slice + 1) / 100 -
+					 o.resets_per_second * slice / 100;
+			for (uint64_t k = 0; k < batch && o.sessions > quiet; k++) {
 				uint64_t i = quiet + (uint64_t)rand() % (o.sessions - quiet);
 				resets += tw_set_delay(e, sessions[i], SESSION_TIMEOUT_MS) == TW_OK;
 			}

@@ -22,6 +22,7 @@
 #include "measure.h"
 #include "tickwheel.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,8 +167,14 @@ int scenario_churn(const struct suite_options *opt, struct report *r)
 	uint64_t lo = opt->period_lo_ms ? opt->period_lo_ms : 100;
 	uint64_t hi = opt->period_hi_ms ? opt->period_hi_ms : 3 * 3600 * 1000;
 	double rate = opt->rate > 0 ? opt->rate : (double)(c.n / 3);
-	if (c.n < 3 || hi > UINT32_MAX || c.n > UINT32_MAX) {
-		fprintf(stderr, "tw-perf churn: needs 3 .. 2^32 tasks, periods up to 2^32 ms\n");
+	if (c.n < 3 || c.n > UINT32_MAX) {
+		fprintf(stderr, "tw-perf churn: --tasks %zu: needs 3 .. %u\n", c.n, UINT32_MAX);
+		return 2;
+	}
+	if (hi > UINT32_MAX) {
+		fprintf(stderr,
+			"tw-perf churn: --period %" PRIu64 "-%" PRIu64 "ms: periods up to %u ms\n",
+			lo, hi, UINT32_MAX);
 		return 2;
 	}
 	c.log_lo = log((double)lo);

@@ -138,7 +138,7 @@ int scenario_icount(const struct suite_options *opt, struct report *r)
 	}
 	size_t n = opt->tasks ? opt->tasks : opt->quick ? QUICK_N : DEFAULT_N;
 	if (n < 2 || n > UINT32_MAX / 2) {
-		fprintf(stderr, "tw-perf icount: --tasks must be 2 .. %u\n", UINT32_MAX / 2);
+		fprintf(stderr, "tw-perf icount: --tasks %zu: needs 2 .. %u\n", n, UINT32_MAX / 2);
 		return 2;
 	}
 	struct workload wl = { 0 };

@@ -1,19 +1,33 @@
 /*
  * main.c - `tw-perf SCENARIO [options]`: parses the options every scenario
- * shares, runs the scenario, prints its table, writes --json.
+ * shares, checks the outputs, runs the scenario, prints its table, writes
+ * --json.
+ *
+ *   tw-perf SCENARIO [--tasks N] [--seconds S] [--period 100-500ms] [--sessions N] [--rate R]
+ *                    [--timeout 30s] [--quiet F] [--threads N] [--executors N]
+ *                    [--sizes 1000,100000] [--peers libev,libuv | none] [--seed S] [--quick]
+ *                    [--coarse-clock] [--reset-many] [--json FILE] [--plot DIR]
+ *   tw-perf -h | --help | --version
+ *
+ * The command line is checked before the scenario starts (tools/cli.h): a bad
+ * value, an unknown option or scenario, a --json file or --plot directory that
+ * cannot be written is one line on stderr and exit status 2.
  *
  * Exit status: 0 when every target was met (or the scenario has none), 1 when
  * some target was missed, 2 on a usage or set-up error.
  */
+#include "cli.h"
 #include "loops.h"
 #include "suite.h"
 #include "tickwheel.h"
 
-#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
+
+#define PROG "tw-perf"
 
 struct scenario {
 	const char *name;
@@ -40,113 +54,202 @@ static const struct scenario scenarios[] = {
 };
 enum { SCENARIOS = sizeof scenarios / sizeof scenarios[0] };
 
-static void usage(const char *problem, const char *value)
+/* Bounds of the values: the scenarios' tables hold up to 2^32 - 1 tasks or
+ * sessions; threads a machine can have; runs of up to a million seconds
+ * (11.6 days); the engine's longest delay. */
+#define MAX_COUNT   UINT64_C(4294967295)
+#define MAX_THREADS 1024
+#define MAX_SECONDS 1e6
+#define MAX_RATE    1e9
+
+static void usage(FILE *out)
 {
-	if (problem)
-		fprintf(stderr, "tw-perf: %s%s%s\n", problem, value ? ": " : "",
-			value ? value : "");
-	fprintf(stderr, "usage: tw-perf SCENARIO [options]\n\nscenarios:\n");
+	fprintf(out, "usage: tw-perf SCENARIO [options]\n"
+		     "       tw-perf -h | --help | --version\n\nscenarios:\n");
 	for (size_t i = 0; i < SCENARIOS; i++)
-		fprintf(stderr, "  %-11s %s\n", scenarios[i].name, scenarios[i].what);
-	fprintf(stderr,
-		"\noptions (each scenario uses those that apply; defaults in perf/README.md):\n"
-		"  --tasks N  --seconds S  --period 100-500ms  --sessions N  --rate R\n"
-		"  --timeout 30s  --quiet F  --threads N  --executors N  --sizes 1000,100000\n"
-		"  --peers libev,libuv|none  --json FILE  --plot DIR  --seed S  --quick\n"
-		"  --coarse-clock (sessions: the engine's coarse_clock option)\n"
-		"  --reset-many (sessions: each batch of 64 resets is one tw_set_delay_many)\n");
-	exit(2);
+		fprintf(out, "  %-11s %s\n", scenarios[i].name, scenarios[i].what);
+	fprintf(out,
+		"\noptions (each scenario uses those that apply; one left out takes the\n"
+		"scenario's default, in perf/README.md):\n"
+		"  --tasks N           timers or tasks, 1 .. %" PRIu64 "\n"
+		"  --seconds S         how long to run, above 0, at most %.0f\n"
+		"  --period P          a period or a range, whole ms from 1ms: 100-500ms\n"
+		"  --sessions N        session timeouts, 1 .. %" PRIu64 "\n"
+		"  --rate R            resets (sessions), reschedules (churn) a second, above 0\n"
+		"  --timeout T         the session timeout, whole ms from 1ms: 30s\n"
+		"  --quiet F           the fraction of sessions that go quiet, in (0, 1)\n"
+		"  --threads N         application threads, 1 .. %d\n"
+		"  --executors N       executor threads, 0 .. %d; 0 = one per online CPU\n"
+		"  --sizes N,N,...     ops: the numbers of timers, 1000,100000\n"
+		"  --peers P,P | none  the peers to run beside tickwheel (default: all built)\n"
+		"  --seed S            the random draws, a whole number\n"
+		"  --quick             the smallest run that still says something\n"
+		"  --coarse-clock      sessions: the engine's coarse_clock option\n"
+		"  --reset-many        sessions: a batch of 64 resets is one tw_set_delay_many\n"
+		"  --json FILE         every figure, target, note and series, and the machine\n"
+		"  --plot DIR          the pictures, PNGs through gnuplot (made if missing)\n"
+		"  -h, --help          this text\n"
+		"  --version           the version\n"
+		"\npeers built in:",
+		MAX_COUNT, MAX_SECONDS, MAX_COUNT, MAX_THREADS, MAX_THREADS);
+	for (size_t i = 1; suite_loops[i] != NULL; i++)
+		fprintf(out, " %s", suite_loops[i]->name);
+	fprintf(out, "%s\n\n", suite_loops[1] ? "" : " none");
+	fprintf(out, "Exit status: 0 when every target was met, 1 when one was missed, 2 on a\n"
+		     "bad command line, an output that cannot be written (both checked before\n"
+		     "the run) or a set-up error.\n");
 }
 
-static unsigned long long whole_number(const char *text, const char *option)
+/* The peers' names, for --help and the checks of --peers. */
+static bool peer_built(const char *name, size_t len)
 {
-	char *end;
-	unsigned long long n = strtoull(text, &end, 10);
-	if (!*text || *end || *text == '-')
-		usage(option, "needs a whole number");
-	return n;
+	for (size_t i = 1; suite_loops[i] != NULL; i++)
+		if (strlen(suite_loops[i]->name) == len &&
+		    !strncmp(suite_loops[i]->name, name, len))
+			return true;
+	return false;
 }
 
-static double real_number(const char *text, const char *option)
+/* "none", or names of peers built in, comma-separated. */
+static void check_peers(const char *text)
 {
-	char *end;
-	double x = strtod(text, &end);
-	if (!*text || *end || x < 0)
-		usage(option, "needs a number >= 0");
-	return x;
-}
-
-static uint64_t duration_ms(const char *text, const char *option)
-{
-	uint64_t ns;
-	int rc = tw_parse_duration(text, &ns);
-	if (rc) {
-		fprintf(stderr, "tw-perf: %s '%s': %s\n", option, text, tw_strerror(rc));
-		usage(NULL, NULL);
+	if (!strcmp(text, "none"))
+		return;
+	for (const char *p = text;; p++) {
+		size_t len = strcspn(p, ",");
+		if (!len)
+			cli_bad_value(PROG, "--peers", text,
+				      "needs peer names, comma-separated, or none");
+		if (!peer_built(p, len)) {
+			bool known = (len == 5 && !strncmp(p, "libuv", len)) ||
+				     (len == 8 && !strncmp(p, "libevent", len)) ||
+				     (len == 5 && !strncmp(p, "libev", len));
+			cli_bad_value(PROG, "--peers", text, "%s '%.*s'",
+				      known ? "this build has no peer" : "no such peer", (int)len,
+				      p);
+		}
+		p += len;
+		if (!*p)
+			return;
 	}
-	return ns / 1000000u;
 }
 
-static struct suite_options parse(int argc, char **argv)
+enum {
+	OPT_TASKS = 1,
+	OPT_SECONDS,
+	OPT_PERIOD,
+	OPT_SESSIONS,
+	OPT_RATE,
+	OPT_TIMEOUT,
+	OPT_QUIET,
+	OPT_THREADS,
+	OPT_EXECUTORS,
+	OPT_SIZES,
+	OPT_PEERS,
+	OPT_JSON,
+	OPT_PLOT,
+	OPT_SEED,
+	OPT_QUICK,
+	OPT_COARSE_CLOCK,
+	OPT_RESET_MANY
+};
+
+static const struct cli_option option_table[] = {
+	{ "--tasks", OPT_TASKS, true },
+	{ "--seconds", OPT_SECONDS, true },
+	{ "--period", OPT_PERIOD, true },
+	{ "--sessions", OPT_SESSIONS, true },
+	{ "--rate", OPT_RATE, true },
+	{ "--timeout", OPT_TIMEOUT, true },
+	{ "--quiet", OPT_QUIET, true },
+	{ "--threads", OPT_THREADS, true },
+	{ "--executors", OPT_EXECUTORS, true },
+	{ "--sizes", OPT_SIZES, true },
+	{ "--peers", OPT_PEERS, true },
+	{ "--json", OPT_JSON, true },
+	{ "--plot", OPT_PLOT, true },
+	{ "--seed", OPT_SEED, true },
+	{ "--quick", OPT_QUICK, false },
+	{ "--coarse-clock", OPT_COARSE_CLOCK, false },
+	{ "--reset-many", OPT_RESET_MANY, false },
+	{ NULL, 0, false },
+};
+
+/* The options from argv[first]; an argument that is not an option is one
+ * more error (the scenario comes first). */
+static struct suite_options parse(int argc, char **argv, int first)
 {
 	struct suite_options o = { .seed = 20240601 };
-	for (int i = 0; i < argc; i++) {
-		const char *opt = argv[i];
-		if (!strcmp(opt, "--quick")) {
-			o.quick = true;
-			continue;
-		}
-		if (!strcmp(opt, "--coarse-clock")) {
-			o.coarse_clock = true;
-			continue;
-		}
-		if (!strcmp(opt, "--reset-many")) {
-			o.reset_many = true;
-			continue;
-		}
-		if (i + 1 >= argc)
-			usage("missing value after", opt);
-		const char *v = argv[++i];
-		if (!strcmp(opt, "--tasks")) {
-			o.tasks = whole_number(v, opt);
-		} else if (!strcmp(opt, "--seconds")) {
-			o.seconds = real_number(v, opt);
-		} else if (!strcmp(opt, "--period")) {
-			uint64_t lo, hi;
-			int rc = tw_parse_duration_range(v, &lo, &hi);
-			if (rc || lo < 1000000u) {
-				fprintf(stderr, "tw-perf: --period '%s': %s\n", v,
-					rc ? tw_strerror(rc) : "at least 1ms");
-				usage(NULL, NULL);
-			}
-			o.period_lo_ms = lo / 1000000u;
-			o.period_hi_ms = hi / 1000000u;
-		} else if (!strcmp(opt, "--sessions")) {
-			o.sessions = whole_number(v, opt);
-		} else if (!strcmp(opt, "--rate")) {
-			o.rate = real_number(v, opt);
-		} else if (!strcmp(opt, "--timeout")) {
-			o.timeout_s = (double)duration_ms(v, opt) / 1e3;
-		} else if (!strcmp(opt, "--quiet")) {
-			o.quiet = real_number(v, opt);
-			if (o.quiet > 1)
-				usage(opt, "is a fraction, 0 .. 1");
-		} else if (!strcmp(opt, "--threads")) {
-			o.threads = (unsigned)whole_number(v, opt);
-		} else if (!strcmp(opt, "--executors")) {
-			o.executors = (unsigned)whole_number(v, opt);
-		} else if (!strcmp(opt, "--sizes")) {
-			o.sizes = v;
-		} else if (!strcmp(opt, "--peers")) {
+	struct cli c;
+	cli_init(&c, PROG, usage, option_table, argc, argv, first);
+	for (int id; (id = cli_next(&c)) != CLI_END;) {
+		const char *opt = c.option, *v = c.value;
+		switch (id) {
+		case OPT_TASKS:
+			o.tasks = cli_count(PROG, opt, v, 1, MAX_COUNT);
+			break;
+		case OPT_SECONDS:
+			o.seconds = cli_real(PROG, opt, v, 0, MAX_SECONDS,
+					     "needs a number of seconds above 0, at most 1000000");
+			break;
+		case OPT_PERIOD:
+			cli_ms_range(PROG, opt, v, 1, TW_MAX_DELAY_MS, &o.period_lo_ms,
+				     &o.period_hi_ms);
+			break;
+		case OPT_SESSIONS:
+			o.sessions = cli_count(PROG, opt, v, 1, MAX_COUNT);
+			break;
+		case OPT_RATE:
+			o.rate = cli_real(PROG, opt, v, 0, MAX_RATE,
+					  "needs a number a second above 0, at most 1000000000");
+			break;
+		case OPT_TIMEOUT:
+			o.timeout_s = (double)cli_ms(PROG, opt, v, 1, TW_MAX_DELAY_MS) / 1e3;
+			break;
+		case OPT_QUIET:
+			o.quiet = cli_real(PROG, opt, v, 0, 1,
+					   "needs a fraction above 0 and below 1");
+			if (o.quiet >= 1)
+				cli_bad_value(PROG, opt, v, "needs a fraction above 0 and below 1");
+			break;
+		case OPT_THREADS:
+			o.threads = (unsigned)cli_count(PROG, opt, v, 1, MAX_THREADS);
+			break;
+		case OPT_EXECUTORS:
+			o.executors = (unsigned)cli_count(PROG, opt, v, 0, MAX_THREADS);
+			break;
+		case OPT_SIZES:
+			o.sizes = v; /* checked by ops, the one scenario that reads it */
+			break;
+		case OPT_PEERS:
+			check_peers(v);
 			o.peers = v;
-		} else if (!strcmp(opt, "--json")) {
+			break;
+		case OPT_JSON:
 			o.json = v;
-		} else if (!strcmp(opt, "--plot")) {
+			break;
+		case OPT_PLOT:
 			o.plot_dir = v;
-		} else if (!strcmp(opt, "--seed")) {
-			o.seed = whole_number(v, opt);
-		} else {
-			usage("unknown option", opt);
+			break;
+		case OPT_SEED:
+			o.seed = cli_count(PROG, opt, v, 0, UINT64_MAX);
+			break;
+		case OPT_QUICK:
+			o.quick = true;
+			break;
+		case OPT_COARSE_CLOCK:
+			o.coarse_clock = true;
+			break;
+		case OPT_RESET_MANY:
+			o.reset_many = true;
+			break;
+		default:
+			for (size_t i = 0; i < SCENARIOS; i++)
+				if (!strcmp(v, scenarios[i].name))
+					cli_fail(PROG,
+						 "the scenario comes first: tw-perf %s [options]",
+						 v);
+			cli_fail(PROG, "unexpected argument '%s'", v);
 		}
 	}
 	return o;
@@ -177,19 +280,29 @@ const char *suite_plot_path(const struct suite_options *opt, const char *name)
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
-		usage(NULL, NULL);
-	const struct scenario *s = NULL;
-	for (size_t i = 0; i < SCENARIOS; i++)
-		if (!strcmp(argv[1], scenarios[i].name))
-			s = &scenarios[i];
-	if (!s)
-		usage("unknown scenario", argv[1]);
-	struct suite_options opt = parse(argc - 2, argv + 2);
-	if (opt.plot_dir && mkdir(opt.plot_dir, 0777) && errno != EEXIST) {
-		fprintf(stderr, "tw-perf: --plot %s: %s\n", opt.plot_dir, strerror(errno));
-		return 2;
+	if (argc < 2) {
+		usage(stderr);
+		return CLI_USAGE;
 	}
+	/* SCENARIO first; anything else there is an option (--help, --version) */
+	const struct scenario *s = NULL;
+	if (argv[1][0] != '-') {
+		for (size_t i = 0; i < SCENARIOS; i++)
+			if (!strcmp(argv[1], scenarios[i].name))
+				s = &scenarios[i];
+		if (!s)
+			cli_fail(PROG,
+				 "unknown scenario '%s' (heartbeats, sessions, churn, burst, idle, "
+				 "stall, ops, icount)",
+				 argv[1]);
+	}
+	struct suite_options opt = parse(argc, argv, s ? 2 : 1);
+	if (!s)
+		cli_fail(PROG, "no scenario: tw-perf SCENARIO [options]");
+	/* the outputs, before a run that would end in "cannot write" */
+	if (opt.json)
+		cli_check_file(PROG, "--json", opt.json);
+	bool made_plot_dir = opt.plot_dir && cli_check_dir(PROG, "--plot", opt.plot_dir);
 	struct report *r = report_open("tw-perf", s->name, argc, argv);
 	if (!r) {
 		fprintf(stderr, "tw-perf: out of memory\n");
@@ -204,5 +317,8 @@ int main(int argc, char **argv)
 			rc = 1;
 	}
 	report_free(r);
+	/* a run that failed leaves no empty directory of pictures behind */
+	if (rc == 2 && made_plot_dir)
+		rmdir(opt.plot_dir);
 	return rc;
 }

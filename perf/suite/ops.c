@@ -42,10 +42,11 @@ static bool parse_sizes(struct ops_run *o, const char *text)
 {
 	o->count = 0;
 	for (const char *p = text; *p;) {
-		char *end;
-		unsigned long long v = strtoull(p, &end, 10);
-		if (end == p || *p == '-' || v == 0 || v > UINT32_MAX || o->count == MAX_SIZES ||
-		    (*end != ',' && *end != '\0'))
+		char *end = (char *)p;
+		/* digits only: strtoull would take blanks and signs too */
+		unsigned long long v = *p >= '0' && *p <= '9' ? strtoull(p, &end, 10) : 0;
+		if (v == 0 || v > UINT32_MAX || o->count == MAX_SIZES ||
+		    (*end != ',' && *end != '\0') || (*end == ',' && !end[1]))
 			return false;
 		o->sizes[o->count++] = (size_t)v;
 		p = *end ? end + 1 : end;

@@ -153,9 +153,12 @@ int scenario_sessions(const struct suite_options *opt, struct report *r)
 {
 	struct setup c;
 	configure(opt, &c, r);
+	/* tw-perf's options are each in range (main.c): what is left is how they go together */
 	if (c.n > UINT32_MAX || c.n_active < c.threads || c.rate <= 0) {
-		fprintf(stderr, "tw-perf sessions: need 1 .. 2^32 sessions, at least one active "
-				"session per thread and a rate above 0\n");
+		fprintf(stderr,
+			"tw-perf sessions: --threads %u: more than the %zu active sessions "
+			"(%zu less %zu quiet)\n",
+			c.threads, c.n_active, c.n, c.n_quiet);
 		return 2;
 	}
 	double round_s = (double)c.n_active / c.rate;
