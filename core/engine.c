@@ -211,7 +211,8 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 static void stop_task(struct tw_task *task, void *ctx)
 {
 	struct tw_engine *e = ctx;
-	if (!atomic_load_explicit(&task->id, memory_order_acquire))
+	/* seq_cst: pairs with tw_add's publication of the id (see there). */
+	if (!atomic_load_explicit(&task->id, memory_order_seq_cst))
 		return;
 	tw__task_lock(task);
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
@@ -263,7 +264,6 @@ static int stop_firing(struct tw_engine *e)
 	if (atomic_exchange(&e->stopping, true))
 		return -TW_ESHUTDOWN;
 	tw__rcu_ensure_registered();
-	atomic_thread_fence(memory_order_seq_cst); /* pairs with the one in tw_add */
 	tw__wheel_thread_join(e);                      /* no firing after this */
 	pthread_mutex_lock(&e->lock);              /* tw_advance() callers stop waiting */
 	pthread_cond_broadcast(&e->cond);

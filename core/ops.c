@@ -112,7 +112,9 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	atomic_store_explicit(&cold->skipped_overlap, 0, memory_order_relaxed);
 	atomic_store_explicit(&cold->skipped_overload, 0, memory_order_relaxed);
 	atomic_store_explicit(&cold->skipped_missed, 0, memory_order_relaxed);
-	atomic_store_explicit(&task->id, id, memory_order_release); /* published */
+	/* Published. seq_cst, as the load of stopping below and stop's exchange of it and
+	 * first load of each id (stop_task): one of the two sides sees the other. */
+	atomic_store_explicit(&task->id, id, memory_order_seq_cst);
 
 	tw__task_lock(task);
 	bool wake = tw__task_mail(e, task);
@@ -124,8 +126,7 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	 * task was published: end it here, exactly once either way. The task
 	 * did exist, so this is a success: an error always means "never added,
 	 * never released". */
-	atomic_thread_fence(memory_order_seq_cst); /* pairs with the one in stop */
-	if (atomic_load(&e->stopping))
+	if (atomic_load_explicit(&e->stopping, memory_order_seq_cst))
 		cancel_while_stopping(e, task);
 	return TW_OK;
 }

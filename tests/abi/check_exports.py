@@ -34,13 +34,17 @@ def header_functions(clang, header):
     return found
 
 
+# What a sanitizer build adds of its own: ASan's ODR indicators of globals, and the like.
+SANITIZER_PREFIXES = ('__odr_asan', '__asan', '__ubsan', '__tsan', '__sanitizer')
+
+
 def symbols(args):
     out = subprocess.run(['nm', '--defined-only'] + args, check=True, capture_output=True,
                          text=True).stdout
     syms = {}
     for line in out.splitlines():
         parts = line.split()
-        if len(parts) == 3:
+        if len(parts) == 3 and not parts[2].startswith(SANITIZER_PREFIXES):
             syms[parts[2]] = parts[1]
     return syms
 
