@@ -6,12 +6,13 @@
 #   tools/run.sh test        setup, then the test suites in build/
 #   tools/run.sh test-asan   the test suites in build-asan/ (ASan + UBSan, no recovery)
 #   tools/run.sh test-tsan   the plain-program suites in build-tsan/ (ThreadSanitizer)
+#   tools/run.sh test-clang  the test suites in build-clang/, built by clang with -Werror
 #   tools/run.sh perf        the perf suite: every tw-perf scenario from build-perf/ (release),
 #                            tables, JSON and pictures into perf/results/ (about 8 minutes)
 #   tools/run.sh perf-gate   the latency regression gate: callgrind instruction counts per
 #                            operation against perf/baseline.json, from build-gate/ (release)
 #   tools/run.sh perf-gate update   the same build, then rewrites perf/baseline.json
-#   tools/run.sh all-tests   test, then test-asan, then test-tsan, then perf-gate
+#   tools/run.sh all-tests   test, test-asan, test-tsan, test-clang, then perf-gate
 #   tools/run.sh abi-update  rewrites api/libtickwheel.abi from build/ (after a deliberate ABI
 #                            change: a new minor for additions, a new major for breaks)
 #
@@ -204,6 +205,14 @@ do_test_tsan() {
 	run_tests build-tsan no-criterion
 }
 
+# clang builds every target with the same -Werror flags as gcc (the ABI record is gcc's alone).
+do_test_clang() {
+	build_or_fail install_packages
+	CC=clang build_or_fail configure build-clang
+	build_or_fail ninja -C build-clang
+	run_tests build-clang
+}
+
 # Instruction counts depend on the compiler and the build options, and the baseline was made
 # from these: an existing build-gate/ is set back to them rather than trusted.
 GATE_OPTIONS=(-Dbuildtype=release -Db_sanitize=none -Dallocator=jemalloc)
@@ -255,6 +264,9 @@ test-asan)
 test-tsan)
 	do_test_tsan
 	;;
+test-clang)
+	do_test_clang
+	;;
 perf)
 	do_perf
 	;;
@@ -276,21 +288,21 @@ all-tests)
 	log "== test (build/)"
 	bash "$self" test 2>&1 | tee "$out" || rc=1
 	sums=$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1 || true)
-	for kind in test-asan test-tsan perf-gate; do
+	for kind in test-asan test-tsan test-clang perf-gate; do
 		log "== $kind"
 		bash "$self" "$kind" 2>&1 | tee "$out" || rc=1
 		sums="$sums"$'\n'$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1 || true)
 	done
 	p=$(awk '/^tests:/ { s += $2 } END { print s + 0 }' <<<"$sums")
 	f=$(awk '/^tests:/ { s += $4 } END { print s + 0 }' <<<"$sums")
-	[ "$(grep -c '^tests:' <<<"$sums")" -eq 4 ] || { rc=1; f=$((f + 1)); }
+	[ "$(grep -c '^tests:' <<<"$sums")" -eq 5 ] || { rc=1; f=$((f + 1)); }
 	[ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
-	echo "all-tests (build/ + build-asan/ + build-tsan/ + the perf gate in build-gate/):"
+	echo "all-tests (build/ + build-asan/ + build-tsan/ + build-clang/ + the perf gate):"
 	echo "tests: $p passed, $f failed"
 	exit "$rc"
 	;;
 *)
-	echo "usage: tools/run.sh setup|demo [showcase options]|test|test-asan|test-tsan|perf|perf-gate [update]|all-tests|abi-update" >&2
+	echo "usage: tools/run.sh setup|demo [showcase options]|test|test-asan|test-tsan|test-clang|perf|perf-gate [update]|all-tests|abi-update" >&2
 	exit 2
 	;;
 esac
