@@ -324,8 +324,9 @@ int tw_advance(tw_engine *e, uint64_t ms)
 	tw__engine_wake(e);
 	while (e->advance_done < asked && !atomic_load(&e->stopping))
 		pthread_cond_wait(&e->cond, &e->lock);
+	bool done = e->advance_done >= asked; /* read under the lock the wheel thread writes it in */
 	pthread_mutex_unlock(&e->lock);
-	return e->advance_done >= asked ? TW_OK : -TW_ESHUTDOWN;
+	return done ? TW_OK : -TW_ESHUTDOWN;
 }
 
 int tw_quiesce(tw_engine *e)
