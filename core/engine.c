@@ -59,9 +59,19 @@ void tw__engine_log(const struct tw_engine *e, int level, const char *fmt, ...)
 	char message[256];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(message, sizeof message, fmt, ap);
+	/* A longer message is cut to fit; the formats are the library's own, with nothing in
+	 * them that can fail to convert. */
+	(void)vsnprintf(message, sizeof message, fmt, ap);
 	va_end(ap);
 	e->cfg.log(level, message, e->cfg.log_arg);
+}
+
+/* A system call's error for the log, from any of the engine's threads. POSIX lets strerror
+ * share one buffer between threads; glibc (2.32 on) and musl do not, and the errors logged
+ * are all known ones, whose texts are constant. */
+const char *tw__strerror(int err)
+{
+	return strerror(err); /* NOLINT(concurrency-mt-unsafe): thread-safe on Linux, above */
 }
 
 static void config_defaults(tw_config *cfg)

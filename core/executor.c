@@ -313,6 +313,7 @@ int tw__executors_start(struct tw_engine *e)
 		x->mask = size - 1;
 		x->capacity = capacity;
 		cds_wfcq_init(&x->releases_head, &x->releases_tail);
+		/* NOLINTNEXTLINE(bugprone-sizeof-expression): the ring holds pointers to tasks */
 		x->ended = tw__alloc(ENDED_RING * sizeof *x->ended);
 		x->ring = tw__alloc(size * sizeof *x->ring);
 		if (!x->ring || !x->ended) {
@@ -340,11 +341,12 @@ void tw__executors_join(struct tw_engine *e)
 			int err = pthread_join(x->thread, NULL);
 			if (err) /* a thread of ours that cannot be joined: say so, go on */
 				tw__engine_log(e, TW_LOG_ERROR, "joining executor %u: %s", i,
-					       strerror(err));
+					       tw__strerror(err));
 			tw__free(x->ring, (x->mask + 1) * sizeof *x->ring);
 			x->ring = NULL;
 			cds_wfcq_destroy(&x->releases_head, &x->releases_tail);
 		}
+		/* NOLINTNEXTLINE(bugprone-sizeof-expression): the ring holds pointers to tasks */
 		tw__free(x->ended, ENDED_RING * sizeof *x->ended);
 		x->ended = NULL;
 	}

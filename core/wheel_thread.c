@@ -35,7 +35,7 @@ void tw__engine_wake(struct tw_engine *e)
 	/* EAGAIN: the counter is already non-zero, the thread will wake. Nothing else can
 	 * fail on an eventfd that the engine holds open until the wheel thread is joined. */
 	if (write(e->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
-		tw__engine_log(e, TW_LOG_ERROR, "waking the wheel thread: %s", strerror(errno));
+		tw__engine_log(e, TW_LOG_ERROR, "waking the wheel thread: %s", tw__strerror(errno));
 }
 
 bool tw__task_mail(struct tw_engine *e, struct tw_task *task)
@@ -346,7 +346,7 @@ static int arm_for_next(struct tw_engine *e, uint64_t *armed)
 		tw__engine_log(e, TW_LOG_ERROR,
 			       "timerfd_settime: %s; the wheel thread wakes by epoll_wait's "
 			       "timeout until it works again",
-			       strerror(errno));
+			       tw__strerror(errno));
 	*armed = ARM_FAILED;
 	return ms_until(e, next);
 }
@@ -357,7 +357,7 @@ static void wait_for_work(struct tw_engine *e, int timeout_ms)
 	int n = epoll_wait(e->epoll_fd, events, 2, timeout_ms);
 	if (n < 0 && errno != EINTR) {
 		/* Only a closed or broken epoll descriptor gets here: say so, and do not spin. */
-		tw__engine_log(e, TW_LOG_ERROR, "epoll_wait: %s", strerror(errno));
+		tw__engine_log(e, TW_LOG_ERROR, "epoll_wait: %s", tw__strerror(errno));
 		struct timespec ms = { .tv_nsec = (long)NS_PER_MS };
 		(void)nanosleep(&ms, NULL); /* EINTR: a shorter pause is as good */
 	}
@@ -439,6 +439,6 @@ void tw__wheel_thread_join(struct tw_engine *e)
 	tw__engine_wake(e);
 	int err = pthread_join(e->wheel_thread, NULL);
 	if (err)
-		tw__engine_log(e, TW_LOG_ERROR, "joining the wheel thread: %s", strerror(err));
+		tw__engine_log(e, TW_LOG_ERROR, "joining the wheel thread: %s", tw__strerror(err));
 	e->wheel_thread_started = false;
 }
