@@ -7,12 +7,14 @@
 #   tools/run.sh test-asan   the test suites in build-asan/ (ASan + UBSan, no recovery)
 #   tools/run.sh test-tsan   the plain-program suites in build-tsan/ (ThreadSanitizer)
 #   tools/run.sh test-clang  the test suites in build-clang/, built by clang with -Werror
+#   tools/run.sh lint        the static analyser: clang-tidy (.clang-tidy) over the .c files of
+#                            wheel/ and core/, and through them the headers of api/, core/, wheel/
 #   tools/run.sh perf        the perf suite: every tw-perf scenario from build-perf/ (release),
 #                            tables, JSON and pictures into perf/results/ (about 8 minutes)
 #   tools/run.sh perf-gate   the latency regression gate: callgrind instruction counts per
 #                            operation against perf/baseline.json, from build-gate/ (release)
 #   tools/run.sh perf-gate update   the same build, then rewrites perf/baseline.json
-#   tools/run.sh all-tests   test, test-asan, test-tsan, test-clang, then perf-gate
+#   tools/run.sh all-tests   test, lint, test-asan, test-tsan, test-clang, then perf-gate
 #   tools/run.sh abi-update  rewrites api/libtickwheel.abi from build/ (after a deliberate ABI
 #                            change: a new minor for additions, a new major for breaks)
 #
@@ -26,7 +28,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 PACKAGES=(meson ninja-build pkg-config gcc clang liburcu-dev libjemalloc-dev libcriterion-dev
-	libuv1-dev libevent-dev libev-dev valgrind gnuplot-nox abigail-tools)
+	libuv1-dev libevent-dev libev-dev valgrind gnuplot-nox abigail-tools clang-tidy)
 
 log() { printf 'run.sh: %s\n' "$*" >&2; }
 die() { printf 'run.sh: error: %s\n' "$*" >&2; exit 1; }
@@ -239,6 +241,46 @@ do_perf_gate() {
 	return "$rc"
 }
 
+# The static analyser: clang-tidy with the root's .clang-tidy, every finding an error. It reads
+# build/compile_commands.json through a copy that holds the .c files of wheel/ and core/ once
+# each: wheel.c is compiled for the library and again for the wheel tests' own static library,
+# and is analysed with the library's flags only.
+do_lint() {
+	local rc=0 start=$SECONDS db=build/lint
+	build_or_fail install_packages
+	build_or_fail configure build
+	mkdir -p "$db"
+	build_or_fail python3 - "$ROOT" build/compile_commands.json "$db/compile_commands.json" <<'PY'
+import json, os, sys
+
+root, src, dst = (os.path.realpath(a) for a in sys.argv[1:4])
+dirs = {os.path.join(root, 'core'), os.path.join(root, 'wheel')}
+keep = {}
+for e in json.load(open(src)):
+    path = os.path.realpath(os.path.join(e['directory'], e['file']))
+    if os.path.dirname(path) not in dirs or not path.endswith('.c'):
+        continue
+    if path not in keep or 'libtickwheel' in e.get('output', ''):
+        keep[path] = e
+if not keep:
+    sys.exit('no .c file of core/ or wheel/ in %s' % src)
+json.dump(list(keep.values()), open(dst, 'w'), indent=1)
+print('run.sh: clang-tidy over %d files' % len(keep), file=sys.stderr)
+PY
+	# run-clang-tidy colours its output: plain text for logs, without the "N warnings
+	# generated" lines that count the system headers' warnings it does not show.
+	run-clang-tidy -p "$db" -j 2 -quiet </dev/null 2>&1 |
+		sed -r -e 's/\x1b\[[0-9;]*m//g' -e '/^[0-9]+ warnings? generated\.$/d' || rc=$?
+	log "lint took $((SECONDS - start)) s"
+	echo "lint (clang-tidy over wheel/ and core/, with the headers of api/, core/, wheel/):"
+	if [ "$rc" -eq 0 ]; then
+		echo "tests: 1 passed, 0 failed"
+	else
+		echo "tests: 0 passed, 1 failed"
+	fi
+	return "$rc"
+}
+
 do_perf() {
 	build_or_fail install_packages
 	build_or_fail configure build-perf -Dbuildtype=release
@@ -267,6 +309,9 @@ test-tsan)
 test-clang)
 	do_test_clang
 	;;
+lint)
+	do_lint
+	;;
 perf)
 	do_perf
 	;;
@@ -288,21 +333,21 @@ all-tests)
 	log "== test (build/)"
 	bash "$self" test 2>&1 | tee "$out" || rc=1
 	sums=$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1 || true)
-	for kind in test-asan test-tsan test-clang perf-gate; do
+	for kind in lint test-asan test-tsan test-clang perf-gate; do
 		log "== $kind"
 		bash "$self" "$kind" 2>&1 | tee "$out" || rc=1
 		sums="$sums"$'\n'$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1 || true)
 	done
 	p=$(awk '/^tests:/ { s += $2 } END { print s + 0 }' <<<"$sums")
 	f=$(awk '/^tests:/ { s += $4 } END { print s + 0 }' <<<"$sums")
-	[ "$(grep -c '^tests:' <<<"$sums")" -eq 5 ] || { rc=1; f=$((f + 1)); }
+	[ "$(grep -c '^tests:' <<<"$sums")" -eq 6 ] || { rc=1; f=$((f + 1)); }
 	[ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
-	echo "all-tests (build/ + build-asan/ + build-tsan/ + build-clang/ + the perf gate):"
+	echo "all-tests (build/ + lint + build-asan/ + build-tsan/ + build-clang/ + the perf gate):"
 	echo "tests: $p passed, $f failed"
 	exit "$rc"
 	;;
 *)
-	echo "usage: tools/run.sh setup|demo [showcase options]|test|test-asan|test-tsan|test-clang|perf|perf-gate [update]|all-tests|abi-update" >&2
+	echo "usage: tools/run.sh setup|demo [showcase options]|test|test-asan|test-tsan|test-clang|lint|perf|perf-gate [update]|all-tests|abi-update" >&2
 	exit 2
 	;;
 esac
