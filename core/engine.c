@@ -81,6 +81,7 @@ static void config_defaults(tw_config *cfg)
 	cfg->max_failures = 10;
 	cfg->slow_run_ms = 100;
 	cfg->retain_ms = 5000;
+	cfg->spare_executors = 2;
 }
 
 void tw_config_init_sized(tw_config *cfg, size_t size)
@@ -104,6 +105,8 @@ const char *tw_strerror(int code)
 		[TW_ESHUTDOWN] = "engine is stopped",
 		[TW_ELIMIT] = "too many live tasks",
 		[TW_ETIMEDOUT] = "runs still in progress at the drain limit",
+		[TW_ECALLBACK] = "not allowed inside a callback",
+		[TW_EFORKED] = "engine belongs to the parent process (fork)",
 	};
 	/* Both signs name a code; 0u - code stays defined for INT_MIN. */
 	unsigned index = code < 0 ? 0u - (unsigned)code : (unsigned)code;
@@ -136,16 +139,18 @@ static void close_descriptors(struct tw_engine *e)
 			close(fds[i]);
 }
 
-static void free_engine(struct tw_engine *e)
+/* Frees what the engine holds; its threads are gone (joined, or never started). */
+void tw__engine_free(struct tw_engine *e)
 {
-	tw__executors_join(e);
+	tw__fork_unwatch(e);
 	/* Reaped slots go back to the table from call_rcu callbacks. */
 	urcu_memb_barrier();
 	tw__table_fini(&e->table);
 	close_descriptors(e);
 	pthread_mutex_destroy(&e->lock);
 	pthread_cond_destroy(&e->cond);
-	tw__free(e->executors, e->executor_count * sizeof *e->executors);
+	tw__executors_free(e);
+	tw__free(e->executors, e->executor_slots * sizeof *e->executors);
 	tw__free(e, sizeof *e);
 }
 
@@ -157,6 +162,8 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 	tw_config config;
 	config_defaults(&config);
 	if (cfg && tw__struct_in(&config, sizeof config, cfg, size))
+		return -TW_EINVAL;
+	if (config.executors > TW_MAX_EXECUTORS || config.spare_executors > TW_MAX_EXECUTORS)
 		return -TW_EINVAL;
 	int rc = tw__rcu_init();
 	if (rc)
@@ -192,20 +199,24 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 	tw__wheel_init(&e->wheel, 0);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	e->executor_count = e->cfg.executors ? e->cfg.executors : (unsigned)(cpus > 0 ? cpus : 1);
-	e->executors = tw__alloc(e->executor_count * sizeof *e->executors);
+	e->executor_slots = e->executor_count + e->cfg.spare_executors;
+	e->executors = tw__alloc(e->executor_slots * sizeof *e->executors);
 	rc = e->executors ? tw__table_init(&e->table) : -TW_ENOMEM;
 	if (rc == TW_OK) {
-		memset(e->executors, 0, e->executor_count * sizeof *e->executors);
+		memset(e->executors, 0, e->executor_slots * sizeof *e->executors);
 		rc = open_descriptors(e);
 	}
+	if (rc == TW_OK)
+		rc = tw__fork_watch(e);
 	if (rc == TW_OK)
 		rc = tw__executors_start(e);
 	if (rc == TW_OK)
 		rc = tw__wheel_thread_start(e);
 	if (rc != TW_OK) {
-		atomic_store(&e->stopping, true);
+		atomic_store(&e->stopping, HALT_STOPPED);
 		if (e->executors) {
-			free_engine(e);
+			tw__executors_join(e, NULL);
+			tw__engine_free(e);
 		} else {
 			pthread_mutex_destroy(&e->lock);
 			pthread_cond_destroy(&e->cond);
@@ -217,111 +228,18 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 	return TW_OK;
 }
 
-/* Stop, for one task: it ends now, and is released unless a run is going. */
-static void stop_task(struct tw_task *task, void *ctx)
-{
-	struct tw_engine *e = ctx;
-	/* seq_cst: pairs with tw_add's publication of the id (see there). */
-	if (!atomic_load_explicit(&task->id, memory_order_seq_cst))
-		return;
-	tw__task_lock(task);
-	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
-	struct after_unlock after = { 0 };
-	if (atomic_load_explicit(&task->id, memory_order_relaxed)) {
-		if (state != TW_COMPLETED && state != TW_STOPPED) {
-			tw__task_end(&e->api_ends, task, TW_STOPPED);
-		}
-		atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
-		tw__task_end_if_idle(e, task, NULL, &after);
-	}
-	tw__task_unlock(task);
-	after_unlock_run(after);
-}
-
-/*
- * Waits until no run is in progress, or until deadline_ns (0: forever). An
- * executor that runs dry bumps drain_signal if it sees a waiter; a waiter
- * counts itself in before it looks (see run_finished).
- */
-static bool wait_runs(struct tw_engine *e, uint64_t deadline_ns)
-{
-	bool drained = false;
-	atomic_fetch_add_explicit(&e->drain_waiters, 1, memory_order_seq_cst);
-	for (;;) {
-		uint32_t signal = atomic_load_explicit(&e->drain_signal, memory_order_seq_cst);
-		if ((drained = tw__runs_idle(e)))
-			break;
-		if (!deadline_ns) {
-			tw__futex_wait(&e->drain_signal, signal, NULL);
-			continue;
-		}
-		uint64_t now = monotonic_ns();
-		if (now >= deadline_ns)
-			break;
-		uint64_t left = deadline_ns - now;
-		struct timespec wait = { .tv_sec = (time_t)(left / 1000000000u),
-					 .tv_nsec = (long)(left % 1000000000u) };
-		tw__futex_wait(&e->drain_signal, signal, &wait);
-	}
-	atomic_fetch_sub_explicit(&e->drain_waiters, 1, memory_order_relaxed);
-	return drained;
-}
-
-/* The part of a stop that does not wait: no firing and no new operation
- * after it, and every task ended. -TW_ESHUTDOWN if a stop came first. */
-static int stop_firing(struct tw_engine *e)
-{
-	if (atomic_exchange(&e->stopping, true))
-		return -TW_ESHUTDOWN;
-	tw__rcu_ensure_registered();
-	tw__wheel_thread_join(e);                      /* no firing after this */
-	pthread_mutex_lock(&e->lock);              /* tw_advance() callers stop waiting */
-	pthread_cond_broadcast(&e->cond);
-	pthread_mutex_unlock(&e->lock);
-	tw__table_for_each(&e->table, stop_task, e);
-	return TW_OK;
-}
-
-int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms)
-{
-	if (!e)
-		return -TW_EINVAL;
-	int rc = stop_firing(e);
-	if (rc != TW_OK)
-		return rc;
-	if (tw__engine_on_executor(e))
-		return TW_OK; /* a callback cannot wait for itself to return */
-	uint64_t limit = drain_timeout_ms < TW_MAX_DELAY_MS ? drain_timeout_ms : TW_MAX_DELAY_MS;
-	bool drained = wait_runs(e, monotonic_ns() + limit * NS_PER_MS);
-	if (!drained)
-		tw__engine_log(e, TW_LOG_WARNING, "stop: runs still in progress after %llu ms",
-			   (unsigned long long)drain_timeout_ms);
-	return drained ? TW_OK : -TW_ETIMEDOUT;
-}
-
-void tw_engine_destroy(tw_engine *e)
-{
-	if (!e)
-		return;
-	if (tw__engine_on_executor(e)) {
-		tw__engine_log(e, TW_LOG_ERROR, "tw_engine_destroy called from a callback: ignored");
-		return;
-	}
-	stop_firing(e);  /* -TW_ESHUTDOWN: the user stopped it already */
-	wait_runs(e, 0); /* never free what a running callback uses */
-	free_engine(e);
-}
-
 int tw_advance(tw_engine *e, uint64_t ms)
 {
 	if (!e)
 		return -TW_EINVAL;
+	if (engine_forked(e))
+		return -TW_EFORKED;
 	if (!e->cfg.manual_clock)
 		return -TW_ESTATE;
 	if (ms > TW_MAX_DELAY_MS)
 		return -TW_ERANGE;
 	if (atomic_load(&e->stopping))
-		return -TW_ESHUTDOWN;
+		return halted_code(e);
 	pthread_mutex_lock(&e->lock);
 	/* Time stays where now + the longest delay still fits 64 bits of ns. */
 	uint64_t now = atomic_load_explicit(&e->manual_now_ns, memory_order_relaxed);
@@ -334,19 +252,10 @@ int tw_advance(tw_engine *e, uint64_t ms)
 	tw__engine_wake(e);
 	while (e->advance_done < asked && !atomic_load(&e->stopping))
 		pthread_cond_wait(&e->cond, &e->lock);
-	bool done = e->advance_done >= asked; /* read under the lock the wheel thread writes it in */
+	bool done =
+		e->advance_done >= asked; /* read under the lock the wheel thread writes it in */
 	pthread_mutex_unlock(&e->lock);
 	return done ? TW_OK : -TW_ESHUTDOWN;
-}
-
-int tw_quiesce(tw_engine *e)
-{
-	if (!e)
-		return -TW_EINVAL;
-	if (tw__engine_on_executor(e))
-		return -TW_ESTATE;
-	wait_runs(e, 0);
-	return TW_OK;
 }
 
 static void count_state(struct tw_task *task, void *ctx)
@@ -379,7 +288,10 @@ static void gather_stats(tw_engine *e, tw_engine_stats *out)
 	out->skipped_overload = atomic_load(&e->skipped_overload);
 	out->skipped_missed = atomic_load(&e->skipped_missed);
 	out->wheel_wakeups = atomic_load(&e->wakeups);
-	for (unsigned i = 0; i < e->executor_count; i++) {
+	out->stuck_runs = atomic_load(&e->stuck_runs);
+	unsigned running = executors_running(e);
+	out->spare_executors = running > e->executor_count ? running - e->executor_count : 0;
+	for (unsigned i = 0; i < running; i++) {
 		struct executor *x = &e->executors[i];
 		out->runs += atomic_load(&x->runs);
 		out->failures += atomic_load(&x->failures);
@@ -397,6 +309,8 @@ int tw_stats_sized(tw_engine *e, tw_engine_stats *out, size_t size)
 {
 	if (!e || !out)
 		return -TW_EINVAL;
+	if (engine_forked(e))
+		return -TW_EFORKED;
 	if (size == sizeof *out) {
 		gather_stats(e, out);
 	} else {

@@ -6,6 +6,7 @@
  */
 #include "alloc.h"
 #include "internal.h"
+#include "run.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -17,18 +18,23 @@
 #include <unistd.h>
 
 static _Thread_local struct tw_engine *executing_for; /* set on executor threads */
+static _Thread_local struct executor *executing_on;
 
 bool tw__engine_on_executor(const struct tw_engine *e)
 {
 	return executing_for == e;
 }
 
+struct executor *tw__current_executor(const struct tw_engine *e)
+{
+	return executing_for == e ? executing_on : NULL;
+}
+
 void tw__futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct timespec *timeout)
 {
 	/* EAGAIN (the word changed), EINTR and ETIMEDOUT all mean "look again", which every
 	 * caller does in a loop; nothing else can happen with a word of our own. */
-	(void)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, timeout, NULL,
-		      0);
+	(void)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, timeout, NULL, 0);
 }
 
 void tw__futex_wake_all(_Atomic uint32_t *word)
@@ -37,110 +43,57 @@ void tw__futex_wake_all(_Atomic uint32_t *word)
 	(void)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
+/* Claims the oldest firing of x's own ring; loads ahead what the next runs touch. */
 static bool pop(struct executor *x, struct firing *f)
 {
 	uint64_t head = atomic_load_explicit(&x->head, memory_order_relaxed);
-	/* The wheel thread's tail is read only when the ring looks empty. */
-	if (head == x->tail_seen) {
-		x->tail_seen = atomic_load_explicit(&x->tail, memory_order_acquire);
-		if (head == x->tail_seen)
-			return false;
+	for (;;) {
+		/* The wheel thread's tail is read only when the ring looks empty. */
+		if (head >= x->tail_seen) {
+			x->tail_seen = atomic_load_explicit(&x->tail, memory_order_acquire);
+			if (head >= x->tail_seen)
+				return false;
+		}
+		/* Lost only to an executor that took firings held up behind this one's run. */
+		if (ring_claim(x, &head, f))
+			break;
 	}
-	*f = x->ring[head & x->mask];
-	atomic_store_explicit(&x->head, head + 1, memory_order_release);
 	/* Two runs ahead: the task's hot line and cold lines. One run ahead: what
 	 * its callback will most likely touch first, its arg, read from the cold
 	 * line fetched one pop ago. */
 	if (head + 2 < x->tail_seen) {
-		struct tw_task *after_next = x->ring[(head + 2) & x->mask].task;
+		struct tw_task *after_next = atomic_load_explicit(
+			&x->ring[(head + 2) & x->mask].task, memory_order_relaxed);
 		struct task_cold *cold = task_cold(after_next);
 		__builtin_prefetch(after_next, 1);
 		__builtin_prefetch(cold, 1);
 		__builtin_prefetch(&cold->consecutive_failures, 1);
 	}
 	if (head + 1 < x->tail_seen) {
-		void *arg = task_cold(x->ring[(head + 1) & x->mask].task)->arg;
+		struct tw_task *next = atomic_load_explicit(&x->ring[(head + 1) & x->mask].task,
+							    memory_order_relaxed);
+		void *arg = task_cold(next)->arg;
 		if (arg) /* for reading: many tasks may share one arg */
 			__builtin_prefetch(arg, 0);
 	}
 	return true;
 }
 
-static void note_lateness(struct executor *x, uint64_t late_ns)
-{
-	uint64_t us = late_ns / 1000;
-	unsigned bucket = us ? 64 - (unsigned)__builtin_clzll(us) : 0;
-	if (bucket >= TW_LATENESS_BUCKETS)
-		bucket = TW_LATENESS_BUCKETS - 1;
-	bump(&x->lateness[bucket]);
-	if (late_ns > atomic_load_explicit(&x->lateness_max_ns, memory_order_relaxed))
-		atomic_store_explicit(&x->lateness_max_ns, late_ns, memory_order_relaxed);
-}
-
-/* Lock held: accounts for a run that returned rc after took_ns. Returns the
- * failures in a row if this one paused the task (to be logged once the lock
- * is let go: the log hook is user code), else 0. */
-static uint32_t account(struct executor *x, struct tw_task *task, struct task_cold *cold, int rc,
-			uint64_t took_ns)
+/* x's own ring is empty: takes a firing held up behind another executor's run. */
+static bool take_held(struct executor *x, struct firing *f)
 {
 	struct tw_engine *e = x->engine;
-	atomic_store_explicit(&cold->last_run_ns, took_ns, memory_order_relaxed);
-	if (took_ns > atomic_load_explicit(&cold->longest_run_ns, memory_order_relaxed))
-		atomic_store_explicit(&cold->longest_run_ns, took_ns, memory_order_relaxed);
-	if (took_ns > e->slow_run_ns) {
-		bump32(&cold->slow_runs);
-		bump(&x->slow_runs);
+	unsigned running = executors_running(e);
+	uint64_t now = 0;
+	for (unsigned i = 0; i < running; i++) {
+		struct executor *v = &e->executors[i];
+		if (v == x || !tw__executor_queued(v))
+			continue;
+		if (!now)
+			now = monotonic_ns();
+		if (executor_held(v, now) && tw__executor_take(v, f))
+			return true;
 	}
-	if (!rc) {
-		if (atomic_load_explicit(&cold->consecutive_failures, memory_order_relaxed))
-			atomic_store_explicit(&cold->consecutive_failures, 0, memory_order_relaxed);
-		return 0;
-	}
-	bump32(&cold->failures);
-	bump(&x->failures);
-	uint32_t row = bump32(&cold->consecutive_failures);
-	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
-	if (e->cfg.max_failures && row >= e->cfg.max_failures &&
-	    (state == TW_WAITING || state == TW_RUNNING)) {
-		atomic_store_explicit(&task->state, TW_PAUSED, memory_order_relaxed);
-		task_set_paused_by_failures(task, true);
-		return row;
-	}
-	return 0;
-}
-
-/* Lock held: a run ended; the task waits again, completes, or stays put. */
-static void run_ended(struct executor *x, struct tw_task *task, struct after_unlock *after)
-{
-	struct tw_engine *e = x->engine;
-	uint32_t left = atomic_load_explicit(&task->running, memory_order_relaxed) - 1;
-	atomic_store_explicit(&task->running, left, memory_order_relaxed);
-	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
-	if (state == TW_RUNNING && !left) {
-		if (atomic_load_explicit(&task->due_ns, memory_order_relaxed)) {
-			atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
-		} else {
-			tw__task_end(&x->ends, task, TW_COMPLETED);
-			state = TW_COMPLETED;
-		}
-	}
-	if (state == TW_COMPLETED || state == TW_STOPPED)
-		tw__task_end_if_idle(e, task, x, after);
-}
-
-/*
- * Lock held: may this queued firing start? Not once the task was paused or
- * ended, nor once the engine stops: whoever paused or cancelled it was told
- * that no new run starts. A firing that does not start counts as skipped.
- */
-static bool may_start(struct tw_engine *e, struct tw_task *task, const struct firing *f)
-{
-	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
-	if (!atomic_load_explicit(&e->stopping, memory_order_relaxed) &&
-	    (state == TW_WAITING || state == TW_RUNNING))
-		return true;
-	bump_skips(&task_cold(task)->skipped_missed, 1);
-	add_skipped(task, f->skipped + 1);
 	return false;
 }
 
@@ -154,80 +107,49 @@ static void run_finished(struct executor *x)
 	struct tw_engine *e = x->engine;
 	uint64_t done = atomic_load_explicit(&x->done, memory_order_relaxed) + 1;
 	/* Not dry while the ring holds a firing: its end will look again. */
-	if (atomic_load_explicit(&x->head, memory_order_relaxed) != x->tail_seen) {
+	if (atomic_load_explicit(&x->head, memory_order_relaxed) < x->tail_seen) {
 		atomic_store_explicit(&x->done, done, memory_order_release);
 		return;
 	}
 	atomic_store_explicit(&x->done, done, memory_order_seq_cst);
+	tw__drain_signal(e);
+}
+
+void tw__drain_signal(struct tw_engine *e)
+{
 	if (atomic_load_explicit(&e->drain_waiters, memory_order_seq_cst)) {
 		atomic_fetch_add_explicit(&e->drain_signal, 1, memory_order_seq_cst);
 		tw__futex_wake_all(&e->drain_signal);
 	}
 }
 
-bool tw__runs_idle(struct tw_engine *e)
+/*
+ * Firings and release calls are counted handed by the wheel thread on the
+ * executor it gave them to, and done by whoever finished them: the owner,
+ * another executor that took them, or a stop that dropped them. So only the
+ * sums compare: all done are read before all handed, and a firing is counted
+ * handed before anyone can take it, so done never passes handed.
+ */
+bool tw__runs_idle(struct tw_engine *e, uint64_t except)
 {
 	for (;;) {
-		uint64_t before = 0, after = 0;
-		bool idle = true;
-		for (unsigned i = 0; i < e->executor_count; i++) {
-			struct executor *x = &e->executors[i];
-			/* done first: it never passes handed, so a match means idle */
-			uint64_t done = atomic_load_explicit(&x->done, memory_order_seq_cst);
-			uint64_t handed = atomic_load_explicit(&x->handed, memory_order_seq_cst);
-			idle = idle && done == handed;
-			before += handed;
-		}
-		if (!idle)
+		unsigned running = executors_running(e);
+		uint64_t done = atomic_load_explicit(&e->stop_done, memory_order_seq_cst);
+		uint64_t handed = 0, again = 0;
+		for (unsigned i = 0; i < running; i++)
+			done += atomic_load_explicit(&e->executors[i].done, memory_order_seq_cst);
+		for (unsigned i = 0; i < running; i++)
+			handed +=
+				atomic_load_explicit(&e->executors[i].handed, memory_order_seq_cst);
+		if (handed - done > except)
 			return false;
 		/* Nothing handed over during the scan: all were idle at its end. */
-		for (unsigned i = 0; i < e->executor_count; i++)
-			after +=
+		for (unsigned i = 0; i < running; i++)
+			again +=
 				atomic_load_explicit(&e->executors[i].handed, memory_order_seq_cst);
-		if (after == before)
+		if (again == handed && running == executors_running(e))
 			return true;
 	}
-}
-
-static void run(struct executor *x, const struct firing *f)
-{
-	struct tw_engine *e = x->engine;
-	struct tw_task *task = f->task;
-	struct task_cold *cold = task_cold(task);
-	tw__task_lock(task);
-	bool starts = may_start(e, task, f);
-	tw_fire fire = {
-		.id = atomic_load_explicit(&task->id, memory_order_relaxed),
-		.due_ns = f->due_ns,
-		.run = starts ? bump(&cold->runs) : 0,
-		.skipped = f->skipped,
-	};
-	tw__task_unlock(task);
-	int rc = 0;
-	uint64_t took = 0;
-	if (starts) {
-		uint64_t start = monotonic_ns();
-		uint64_t now = e->cfg.manual_clock ? tw__engine_now_ns(e) : start;
-		note_lateness(x, now > f->due_ns ? now - f->due_ns : 0);
-		bump(&x->runs);
-		rc = cold->callback(&fire, cold->arg);
-		took = monotonic_ns() - start;
-		uint64_t average = atomic_load_explicit(&x->run_ns_average, memory_order_relaxed);
-		atomic_store_explicit(&x->run_ns_average, average - average / 16 + took / 16,
-				      memory_order_relaxed);
-	} else {
-		bump(&x->dropped);
-	}
-	tw__task_lock(task);
-	uint32_t paused_after = starts ? account(x, task, cold, rc, took) : 0;
-	struct after_unlock after = { 0 };
-	run_ended(x, task, &after);
-	tw__task_unlock(task);
-	if (paused_after)
-		tw__engine_log(e, TW_LOG_WARNING, "task %llu paused after %u failures in a row",
-			   (unsigned long long)fire.id, paused_after);
-	after_unlock_run(after);
-	run_finished(x);
 }
 
 /* Calls the release of one-shots that ended without a run, then lets the
@@ -255,8 +177,7 @@ static void run_releases(struct executor *x)
 
 static bool idle(struct executor *x)
 {
-	return atomic_load(&x->head) == atomic_load(&x->tail) &&
-	       cds_wfcq_empty(&x->releases_head, &x->releases_tail);
+	return !tw__executor_queued(x) && cds_wfcq_empty(&x->releases_head, &x->releases_tail);
 }
 
 static void pin(struct executor *x)
@@ -272,15 +193,23 @@ static void pin(struct executor *x)
 static void *executor_main(void *arg)
 {
 	struct executor *x = arg;
+	struct tw_engine *e = x->engine;
 	struct firing f;
-	executing_for = x->engine;
-	if (x->engine->cfg.pin_executors)
+	executing_for = e;
+	executing_on = x;
+	if (e->cfg.pin_executors)
 		pin(x);
 	for (;;) {
 		uint32_t signal = atomic_load(&x->signal);
 		run_releases(x); /* first: a ring that never empties must not hold them */
-		if (pop(x, &f)) {
-			run(x, &f);
+		if (pop(x, &f) || take_held(x, &f)) {
+			run_firing(x, &f);
+			run_finished(x);
+			if (atomic_load_explicit(&e->destroy_by, memory_order_acquire) == x) {
+				tw__engine_destroy_deferred(e, x);
+				tw__engine_unref(e); /* may free x */
+				return NULL;
+			}
 			continue;
 		}
 		if (atomic_load(&x->quit) && idle(x))
@@ -290,6 +219,8 @@ static void *executor_main(void *arg)
 			tw__futex_wait(&x->signal, signal, NULL);
 		atomic_store(&x->sleeping, false);
 	}
+	if (x->abandoned)
+		tw__engine_unref(e); /* may free x */
 	return NULL;
 }
 
@@ -301,53 +232,89 @@ static unsigned round_up_pow2(unsigned n)
 	return p;
 }
 
+static int start_thread(struct executor *x)
+{
+	int err = pthread_create(&x->thread, NULL, executor_main, x);
+	if (err)
+		return err == EAGAIN ? -TW_ENOMEM : -TW_EINVAL;
+	x->started = true;
+	return TW_OK;
+}
+
+/* Every slot gets its ring now, the spares' too, so that starting a spare while executors are
+ * stuck allocates nothing; only the configured executors' threads start. */
 int tw__executors_start(struct tw_engine *e)
 {
 	unsigned capacity = e->cfg.queue_capacity ? e->cfg.queue_capacity : 4096;
 	unsigned size = round_up_pow2(capacity);
 	capacity = capacity < size ? capacity : size;
-	for (unsigned i = 0; i < e->executor_count; i++) {
+	for (unsigned i = 0; i < e->executor_slots; i++) {
 		struct executor *x = &e->executors[i];
 		x->engine = e;
 		x->index = i;
+		x->spare = i >= e->executor_count;
 		x->mask = size - 1;
 		x->capacity = capacity;
 		cds_wfcq_init(&x->releases_head, &x->releases_tail);
 		/* NOLINTNEXTLINE(bugprone-sizeof-expression): the ring holds pointers to tasks */
 		x->ended = tw__alloc(ENDED_RING * sizeof *x->ended);
 		x->ring = tw__alloc(size * sizeof *x->ring);
-		if (!x->ring || !x->ended) {
-			tw__free(x->ring, size * sizeof *x->ring);
-			x->ring = NULL;
+		if (!x->ring || !x->ended)
 			return -TW_ENOMEM;
-		}
-		if (pthread_create(&x->thread, NULL, executor_main, x)) {
-			tw__free(x->ring, size * sizeof *x->ring);
-			x->ring = NULL;
-			return -TW_ENOMEM;
-		}
+	}
+	for (unsigned i = 0; i < e->executor_count; i++) {
+		int rc = start_thread(&e->executors[i]);
+		if (rc)
+			return rc;
+		atomic_store_explicit(&e->executors_running, i + 1, memory_order_release);
 	}
 	return TW_OK;
 }
 
-/* Lets every executor finish what it holds, then joins it. */
-void tw__executors_join(struct tw_engine *e)
+bool tw__executor_start_spare(struct tw_engine *e)
 {
-	for (unsigned i = 0; i < e->executor_count; i++) {
+	unsigned running = executors_running(e);
+	if (running >= e->executor_slots || start_thread(&e->executors[running]))
+		return false;
+	atomic_store_explicit(&e->executors_running, running + 1, memory_order_release);
+	return true;
+}
+
+void tw__executors_join(struct tw_engine *e, struct executor *self)
+{
+	for (unsigned i = 0; i < e->executor_slots; i++) {
 		struct executor *x = &e->executors[i];
-		if (x->ring) {
-			atomic_store(&x->quit, true);
-			tw__executor_wake(x);
-			int err = pthread_join(x->thread, NULL);
-			if (err) /* a thread of ours that cannot be joined: say so, go on */
-				tw__engine_log(e, TW_LOG_ERROR, "joining executor %u: %s", i,
-					       tw__strerror(err));
-			tw__free(x->ring, (x->mask + 1) * sizeof *x->ring);
-			x->ring = NULL;
-			cds_wfcq_destroy(&x->releases_head, &x->releases_tail);
-		}
+		if (!x->started || x == self || x->abandoned)
+			continue;
+		atomic_store(&x->quit, true);
+		tw__executor_wake(x);
+		int err = pthread_join(x->thread, NULL);
+		if (err) /* a thread of ours that cannot be joined: say so, go on */
+			tw__engine_log(e, TW_LOG_ERROR, "joining executor %u: %s", i,
+				       tw__strerror(err));
+		x->started = false;
+	}
+}
+
+void tw__executors_free(struct tw_engine *e)
+{
+	for (unsigned i = 0; i < e->executor_slots; i++) {
+		struct executor *x = &e->executors[i];
+		tw__free(x->ring, (x->mask + 1) * sizeof *x->ring);
+		x->ring = NULL;
+		cds_wfcq_destroy(&x->releases_head, &x->releases_tail);
 		/* NOLINTNEXTLINE(bugprone-sizeof-expression): the ring holds pointers to tasks */
 		tw__free(x->ended, ENDED_RING * sizeof *x->ended);
 		x->ended = NULL;
 	}
+}
+
+void tw__executors_drop_queued(struct tw_engine *e)
+{
+	unsigned running = executors_running(e);
+	struct firing f;
+	for (unsigned i = 0; i < running; i++)
+		while (tw__executor_take(&e->executors[i], &f))
+			tw__drop_taken(e, &f);
+	tw__drain_signal(e);
 }

@@ -2,12 +2,15 @@
  * handover.c - what passes between the wheel thread and the executors.
  *
  * Each executor has its own bounded ring of firings with one producer (the
- * wheel thread) and one consumer (itself), so a push or pop is a couple of
- * atomic loads and a store. An idle executor sleeps on a futex; the wheel
- * thread wakes it once per round, after handing out the round's firings, and
- * only if it sleeps. A full ring refuses the firing: the wheel thread counts
- * it as skipped (overload) instead of building a backlog. The other way, an
- * executor hands the tasks that ended on it back through a ring of its own.
+ * wheel thread). Its owner takes them in order; so may another executor, when
+ * the owner's run has held them up for HOLD_NS, and a stop, which drops them:
+ * a taker claims the oldest by moving head with a compare-and-swap, which the
+ * owner almost always wins at once (its own line). An idle executor sleeps on
+ * a futex; the wheel thread wakes it once per round, after handing out the
+ * round's firings, and only if it sleeps. A full ring refuses the firing: the
+ * wheel thread keeps a one-shot's for later and skips a periodic task's
+ * (overload). The other way, an executor hands the tasks that ended on it
+ * back through a ring of its own.
  */
 #include "internal.h"
 
@@ -28,11 +31,33 @@ bool tw__executor_push(struct executor *x, const struct firing *f)
 		if (tail - x->head_seen >= x->capacity)
 			return false;
 	}
-	x->ring[tail & x->mask] = *f;
+	struct ring_slot *slot = &x->ring[tail & x->mask];
+	atomic_store_explicit(&slot->task, f->task, memory_order_relaxed);
+	atomic_store_explicit(&slot->due_ns, f->due_ns, memory_order_relaxed);
+	atomic_store_explicit(&slot->skipped, f->skipped, memory_order_relaxed);
 	count_handed(x);
 	atomic_store_explicit(&x->tail, tail + 1, memory_order_release);
 	x->kick = true;
 	return true;
+}
+
+bool tw__executor_take(struct executor *x, struct firing *f)
+{
+	uint64_t head = atomic_load_explicit(&x->head, memory_order_acquire);
+	for (;;) {
+		uint64_t tail = atomic_load_explicit(&x->tail, memory_order_acquire);
+		if (head >= tail)
+			return false;
+		if (ring_claim(x, &head, f))
+			return true;
+	}
+}
+
+uint64_t tw__executor_queued(struct executor *x)
+{
+	uint64_t head = atomic_load_explicit(&x->head, memory_order_acquire);
+	uint64_t tail = atomic_load_explicit(&x->tail, memory_order_acquire);
+	return tail > head ? tail - head : 0;
 }
 
 /* Counts as a run in progress, so that stop and quiesce wait for it too. */
@@ -98,7 +123,8 @@ void tw__executor_wake(struct executor *x)
 
 void tw__executors_kick(struct tw_engine *e)
 {
-	for (unsigned i = 0; i < e->executor_count; i++) {
+	unsigned running = executors_running(e);
+	for (unsigned i = 0; i < running; i++) {
 		struct executor *x = &e->executors[i];
 		if (x->kick)
 			tw__executor_wake(x);

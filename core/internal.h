@@ -26,13 +26,19 @@
 #include <urcu/wfcqueue.h>
 
 #define NS_PER_MS UINT64_C(1000000)
+/* A firing waits this long behind its executor's run before another executor takes it. */
+#define HOLD_NS NS_PER_MS
 
 /* Wheel-side status of a task, under its lock. */
 enum task_filing {
-	FILED_NONE, /* not in the wheel */
-	FILED_DUE,  /* in the wheel for its next firing */
-	FILED_REAP, /* ended; in the wheel until its retention runs out */
+	FILED_NONE,  /* not in the wheel */
+	FILED_DUE,   /* in the wheel for its next firing */
+	FILED_REAP,  /* ended; in the wheel until its retention runs out */
+	FILED_READY, /* due, in the engine's ready list (wheel_thread.c) */
 };
+
+/* The due of a task set to TW_NEVER: a due that never comes, so never filed. */
+#define DUE_NEVER UINT64_MAX
 
 /*
  * A task is 64 + 8 + 80 = 152 bytes in three parts, stored in three arrays
@@ -74,6 +80,9 @@ struct tw_task {
 		struct wheel_entry entry; /* filed in the wheel: wheel thread only */
 		struct cds_wfcq_node to_release; /* queued to an executor to call release */
 		struct {
+			struct tw_task *next, *prev; /* FILED_READY: wheel thread only */
+		} ready;
+		struct {
 			struct rcu_head rcu; /* reaped: waiting for a grace period */
 			struct tw_engine *engine;
 			tw_id id; /* the id it had: its index and generation */
@@ -96,12 +105,16 @@ struct tw_task {
 	bool delay_pending : 1;  /* set_delay while paused */
 	bool release_queued : 1; /* an executor has yet to call release */
 	bool skipped : 1;        /* skipped_since_run is not 0 */
+	bool rerun : 1;          /* a firing came due during its own run: runs after it */
 	_Atomic uint8_t traits;  /* TRAIT_*, read without the lock by tw_get */
 } __attribute__((aligned(64)));
 
 enum {
 	TRAIT_CONCURRENT = 1,         /* immutable while live */
 	TRAIT_PAUSED_BY_FAILURES = 2, /* under lock */
+	TRAIT_RUN_LATE = 4,           /* TW_RUN_LATE; immutable while live */
+	TRAIT_STARTED = 8,            /* under lock: a run of it has started and not returned */
+	TRAIT_STUCK = 16,             /* under lock: that run is past run_limit_ms */
 };
 
 _Static_assert(sizeof(struct tw_task) == 64, "the hot part is one cache line");
@@ -207,14 +220,32 @@ static inline bool task_concurrent(const struct tw_task *task)
 	return atomic_load_explicit(&task->traits, memory_order_relaxed) & TRAIT_CONCURRENT;
 }
 
-/* Lock held. */
-static inline void task_set_paused_by_failures(struct tw_task *task, bool paused)
+/* Lock held: sets or clears a trait (one writer at a time; tw_get reads without the lock). */
+static inline void task_set_trait(struct tw_task *task, uint8_t trait, bool on)
 {
 	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
-	uint8_t want = paused ? traits | TRAIT_PAUSED_BY_FAILURES :
-				traits & (uint8_t)~TRAIT_PAUSED_BY_FAILURES;
+	uint8_t want = on ? traits | trait : traits & (uint8_t)~trait;
 	if (want != traits)
 		atomic_store_explicit(&task->traits, want, memory_order_relaxed);
+}
+
+static inline void task_set_paused_by_failures(struct tw_task *task, bool paused)
+{
+	task_set_trait(task, TRAIT_PAUSED_BY_FAILURES, paused);
+}
+
+/* Lock held: sets or clears traits without looking first (one store, for the executor's
+ * path per run). */
+static inline void task_put_traits(struct tw_task *task, uint8_t set, uint8_t clear)
+{
+	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
+	atomic_store_explicit(&task->traits, (uint8_t)((traits | set) & ~clear),
+			      memory_order_relaxed);
+}
+
+static inline bool task_has_trait(const struct tw_task *task, uint8_t trait)
+{
+	return atomic_load_explicit(&task->traits, memory_order_relaxed) & trait;
 }
 
 /*
@@ -301,11 +332,14 @@ static inline void task_set_period_ms(struct tw_task *task, uint64_t ms)
 			      memory_order_relaxed);
 }
 
-/* Lock held, both. */
+/* Lock held, both. TW_NEVER is kept as a wide delay whose high part is UINT16_MAX, above
+ * any delay accepted (TW_MAX_DELAY_MS >> 31 is 4096). */
 static inline uint64_t task_delay_ms(const struct tw_task *task)
 {
-	return task->delay_ms & WIDE_BIT ? wide_ms(task->delay_ms, task_cold(task)->delay_hi) :
-					   task->delay_ms;
+	if (!(task->delay_ms & WIDE_BIT))
+		return task->delay_ms;
+	uint16_t high = task_cold(task)->delay_hi;
+	return high == UINT16_MAX ? TW_NEVER : wide_ms(task->delay_ms, high);
 }
 
 static inline void task_set_delay_ms(struct tw_task *task, uint64_t ms)
@@ -315,7 +349,7 @@ static inline void task_set_delay_ms(struct tw_task *task, uint64_t ms)
 		return;
 	}
 	task->delay_ms = (uint32_t)ms | WIDE_BIT;
-	task_cold(task)->delay_hi = (uint16_t)(ms >> 31);
+	task_cold(task)->delay_hi = ms == TW_NEVER ? UINT16_MAX : (uint16_t)(ms >> 31);
 }
 
 /* Ids: slot index in the low 32 bits, the slot's generation (>= 1) above. */
@@ -375,6 +409,16 @@ struct firing {
 	uint64_t skipped;
 };
 
+/* A firing in a ring: one producer, the wheel thread; many consumers, the owner and the
+ * executors that take firings held up behind its run (they claim a slot by moving head), so
+ * a slot may be read while the producer reuses it: the claim then fails, and the copy is
+ * dropped. Atomic fields make that read well-defined. */
+struct ring_slot {
+	_Atomic(struct tw_task *) task;
+	_Atomic uint64_t due_ns;
+	_Atomic uint64_t skipped;
+};
+
 /* Tasks ended, counted by the thread that ended them. */
 struct end_counts {
 	_Atomic uint64_t completed, stopped;
@@ -396,16 +440,21 @@ struct executor {
 	unsigned index;
 	uint32_t mask;     /* ring size (a power of two) - 1 */
 	uint32_t capacity; /* firings it may hold: queue_capacity */
-	struct firing *ring;
+	bool spare;        /* started while every executor was stuck (cfg.spare_executors) */
+	bool started;      /* its thread runs (creator, wheel thread, destroy: one at a time) */
+	bool abandoned;    /* left to finish a stuck run after tw_engine_destroy */
+	struct ring_slot *ring;
 	/* the wheel thread's */
 	_Atomic uint64_t tail __attribute__((aligned(64)));
 	_Atomic uint64_t handed; /* firings and release calls handed over, ever */
 	uint64_t head_seen;      /* head when last read: the ring has room up to it */
 	bool kick;               /* got firings since the last kick */
-	/* this executor's */
+	/* this executor's (head: and the takers') */
 	_Atomic uint64_t head __attribute__((aligned(64)));
-	_Atomic uint64_t done; /* of the handed, those finished */
-	uint64_t tail_seen;    /* tail when last read: firings up to it are there */
+	_Atomic uint64_t done;         /* firings and release calls it finished, its own or taken */
+	uint64_t tail_seen;            /* tail when last read: firings up to it are there */
+	_Atomic uint64_t run_start_ns; /* of the run going on; 0: none */
+	_Atomic(struct tw_task *) run_task; /* that run's task */
 	_Atomic uint64_t runs, failures, slow_runs, dropped;
 	_Atomic uint64_t run_ns_average; /* of its callbacks, moving (1/16 per run) */
 	struct end_counts ends;
@@ -416,6 +465,7 @@ struct executor {
 	uint64_t ended_head_seen;
 	/* the wheel thread's, read by the executor once per task it mails */
 	_Atomic uint64_t ended_head __attribute__((aligned(64)));
+	uint64_t stuck_start_ns; /* run_start_ns of the run last reported stuck */
 	/* both: sleeping and waking, release calls */
 	_Atomic uint32_t signal __attribute__((aligned(64))); /* futex word */
 	_Atomic bool sleeping;
@@ -424,36 +474,81 @@ struct executor {
 	struct cds_wfcq_tail releases_tail;
 };
 
+/* Allocates every executor's rings, spares' included; starts the configured ones. */
 int tw__executors_start(struct tw_engine *e);
+/* Wheel thread: starts the next spare executor; false when there is none left to start. */
+bool tw__executor_start_spare(struct tw_engine *e);
+/* Lets every started executor but self and the abandoned finish what it holds, joins it. */
+void tw__executors_join(struct tw_engine *e, struct executor *self);
+void tw__executors_free(struct tw_engine *e);
+/* Stop: takes every queued firing out of the rings and drops it (tw__drop_taken). */
+void tw__executors_drop_queued(struct tw_engine *e);
+/* stop.c: a firing taken out of a ring by a stop: counted missed, the task's count of
+ * firings in flight lowered, the task released if that was its last. */
+void tw__drop_taken(struct tw_engine *e, const struct firing *f);
+/* Wakes the threads that wait for runs to finish (wait_runs), if any. */
+void tw__drain_signal(struct tw_engine *e);
 /* Wheel thread: queues one firing, false when the executor's queue is full. */
 bool tw__executor_push(struct executor *x, const struct firing *f);
+/* Reads the firing at *head of x's ring into *f and claims it by moving head on; false when
+ * another taker moved head first (*head is then where it is now). */
+static inline bool ring_claim(struct executor *x, uint64_t *head, struct firing *f)
+{
+	const struct ring_slot *slot = &x->ring[*head & x->mask];
+	f->task = atomic_load_explicit(&slot->task, memory_order_relaxed);
+	f->due_ns = atomic_load_explicit(&slot->due_ns, memory_order_relaxed);
+	f->skipped = atomic_load_explicit(&slot->skipped, memory_order_relaxed);
+	/* Release: the producer reuses the slot only after it sees head past it. */
+	return atomic_compare_exchange_weak_explicit(&x->head, head, *head + 1,
+						     memory_order_acq_rel, memory_order_acquire);
+}
+/* Any thread: claims the oldest firing queued to x, false when none is. */
+bool tw__executor_take(struct executor *x, struct firing *f);
+/* Firings queued to x and not yet claimed, at one instant. */
+uint64_t tw__executor_queued(struct executor *x);
+/* Whether x's run going on has lasted HOLD_NS by now: firings queued behind it are
+ * taken by other executors and new ones go around it. */
+static inline bool executor_held(struct executor *x, uint64_t now_ns)
+{
+	uint64_t start = atomic_load_explicit(&x->run_start_ns, memory_order_relaxed);
+	return start && now_ns > start && now_ns - start >= HOLD_NS;
+}
 /* Wheel thread: has the executor call an ended task's release (user code). */
 void tw__executor_push_release(struct executor *x, struct tw_task *task);
 /* Executor x, lock held: mails an ended task through x's own ring; true
  * when the wheel thread must be woken once the lock is dropped (tw__task_mail). */
 __attribute__((warn_unused_result)) bool tw__executor_mail_ended(struct executor *x,
-							     struct tw_task *task);
+								 struct tw_task *task);
 /* Wheel thread: takes in what executor x mailed; calls take on each, locked. */
 void tw__executor_take_ended(struct executor *x, void (*take)(struct tw_task *, void *), void *ctx);
 /* Wheel thread: wakes the executors that got firings since the last call. */
 void tw__executors_kick(struct tw_engine *e);
 /* Wakes x if it sleeps (its signal moves either way). */
 void tw__executor_wake(struct executor *x);
-void tw__executors_join(struct tw_engine *e);
-/* Whether no run was in progress, at one instant during the call. */
-bool tw__runs_idle(struct tw_engine *e);
+/* Whether at most except runs were in progress, at one instant during the call. */
+bool tw__runs_idle(struct tw_engine *e, uint64_t except);
 
 /* ---- the engine ---- */
 
 struct tw_engine {
 	tw_config cfg;
-	struct executor *executors;
-	unsigned executor_count;
+	struct executor *executors;                  /* executor_count, then room for the spares */
+	unsigned executor_count;                     /* configured */
+	unsigned executor_slots;                     /* configured + cfg.spare_executors */
+	_Atomic unsigned executors_running;          /* started: configured + spares so far */
+	struct tw_engine *next_engine, *prev_engine; /* the live engines (fork.c) */
 	/* wheel thread only */
 	struct wheel wheel __attribute__((aligned(64)));
 	unsigned next_executor; /* turns for concurrent tasks */
 	unsigned filling;       /* the executor being filled this round */
 	uint32_t room;          /* serial firings it may still take, or ROOM_UNKNOWN */
+	uint64_t round_ns;      /* the clock when this round began */
+	uint64_t watch_ns;      /* when to look at the executors again; 0: no need */
+	struct tw_task *ready_head, *ready_tail; /* due, not yet handed out: FIFO */
+	uint64_t ready_count;                    /* tasks in the ready list */
+	uint64_t ready_owed;        /* manual clock: of those, at its head, the ones due by the last
+			      * tw_advance (the rest came due after it: they wait for the next) */
+	_Atomic uint64_t ready_due; /* published: firings due and not handed out (tw_quiesce) */
 	struct task_table table __attribute__((aligned(64)));
 	pthread_t wheel_thread;
 	bool wheel_thread_started;
@@ -463,7 +558,7 @@ struct tw_engine {
 	uint64_t coarse_slack_ns; /* cfg.coarse_clock: two ticks of CLOCK_MONOTONIC_COARSE */
 	uint64_t slow_run_ns;     /* cfg.slow_run_ms, saturated */
 	/* lifecycle */
-	_Atomic bool stopping; /* refuse operations, stop firing */
+	_Atomic uint8_t stopping; /* HALT_*: refuse operations, stop firing */
 	_Atomic bool wheel_quit;
 	pthread_mutex_t lock; /* tw_advance handshakes, stop */
 	pthread_cond_t cond;
@@ -478,9 +573,40 @@ struct tw_engine {
 	struct cds_wfcq_tail mail_tail __attribute__((aligned(64)));
 	struct __cds_wfcq_head mail_head __attribute__((aligned(64)));
 	/* the wheel thread's counters */
-	_Atomic uint64_t wakeups, skipped_overlap, skipped_overload, skipped_missed;
+	_Atomic uint64_t wakeups, skipped_overlap, skipped_overload, skipped_missed, stuck_runs;
 	struct end_counts wheel_ends;
+	/* firings taken out of the rings by a stop, not by an executor (added to done) */
+	_Atomic uint64_t stop_done;
+	/* tw_engine_destroy called in a callback: that callback's executor completes it */
+	_Atomic(struct executor *) destroy_by;
+	/* executors left with a stuck run by tw_engine_destroy; the last frees the engine */
+	_Atomic unsigned abandoned;
 };
+
+/* Why an engine refuses operations (stopping): it was stopped, or this process is a child
+ * forked after the engine was created (fork.c marks every engine of the parent). */
+enum { HALT_STOPPED = 1, HALT_FORKED = 2 };
+
+static inline bool engine_forked(const struct tw_engine *e)
+{
+	return atomic_load_explicit(&e->stopping, memory_order_relaxed) & HALT_FORKED;
+}
+
+/* The code for an operation refused by a halted engine (stopping is not 0). */
+static inline int halted_code(const struct tw_engine *e)
+{
+	return engine_forked(e) ? -TW_EFORKED : -TW_ESHUTDOWN;
+}
+
+/* fork.c: every live engine is known, so that a fork's child can mark them all. */
+int tw__fork_watch(struct tw_engine *e);
+void tw__fork_unwatch(struct tw_engine *e);
+
+/* Executors started so far; the spares come after the configured ones. */
+static inline unsigned executors_running(const struct tw_engine *e)
+{
+	return atomic_load_explicit(&e->executors_running, memory_order_acquire);
+}
 
 static inline uint64_t monotonic_ns(void)
 {
@@ -499,8 +625,10 @@ uint64_t tw__engine_due_at_ns(const struct tw_engine *e, uint64_t now_ns, uint64
 void tw__engine_log(const struct tw_engine *e, int level, const char *fmt, ...);
 const char *tw__strerror(int err);
 
-/* Wheel thread: wheel.c of core. */
+/* Wheel thread: wheel_thread.c. */
 int tw__wheel_thread_start(struct tw_engine *e);
+/* Wheel thread, after each round: watch.c. */
+void tw__watch_executors(struct tw_engine *e);
 void tw__wheel_thread_join(struct tw_engine *e);
 /* Asks the wheel thread to look at task (lock held by the caller). True when
  * the wheel thread must be woken, by tw__engine_wake once the lock is dropped: a
@@ -522,7 +650,7 @@ struct after_unlock {
  * reaping (through executor x's ring if not NULL) and adds the release call
  * and any wake-up to *after. */
 void tw__task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x,
-		      struct after_unlock *after);
+			  struct after_unlock *after);
 /* Under lock: the task ends (TW_COMPLETED or TW_STOPPED); counted in the
  * ending thread's counts. */
 void tw__task_end(struct end_counts *counts, struct tw_task *task, tw_state end);
@@ -547,6 +675,15 @@ static inline void after_unlock_run(struct after_unlock after)
 
 /* executor.c */
 bool tw__engine_on_executor(const struct tw_engine *e);
+/* The executor of e that the calling thread is, or NULL. */
+struct executor *tw__current_executor(const struct tw_engine *e);
+/* engine.c: tw_engine_destroy called in a callback on x, completed once it returned. */
+void tw__engine_destroy_deferred(struct tw_engine *e, struct executor *x);
+/* stop.c: one holder of the engine (destroy, an abandoned executor) lets go; the last
+ * frees it. */
+void tw__engine_unref(struct tw_engine *e);
+/* engine.c: frees what the engine holds once its threads are gone. */
+void tw__engine_free(struct tw_engine *e);
 void tw__futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct timespec *timeout);
 void tw__futex_wake_all(_Atomic uint32_t *word);
 

@@ -23,7 +23,8 @@ static void set_due(struct tw_engine *e, struct tw_task *task, uint64_t due_ns,
 		    struct after_unlock *after)
 {
 	atomic_store_explicit(&task->due_ns, due_ns, memory_order_relaxed);
-	if (task->filing != FILED_DUE || tw__engine_tick_of(e, due_ns) < wheel_entry_due(&task->entry))
+	if (task->filing != FILED_DUE ||
+	    tw__engine_tick_of(e, due_ns) < wheel_entry_due(&task->entry))
 		mail_after_unlock(e, task, after);
 }
 
@@ -65,12 +66,14 @@ static bool reserve_live(struct tw_engine *e)
 
 static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 {
-	if (!e || !out || !spec->callback || (spec->flags & ~(unsigned)TW_CONCURRENT))
+	if (!e || !out || !spec->callback ||
+	    (spec->flags & ~(unsigned)(TW_CONCURRENT | TW_RUN_LATE)))
 		return -TW_EINVAL;
-	if (check_delay(spec->delay_ms) || check_delay(spec->period_ms))
+	if ((check_delay(spec->delay_ms) && spec->delay_ms != TW_NEVER) ||
+	    check_delay(spec->period_ms))
 		return -TW_ERANGE;
 	if (atomic_load(&e->stopping))
-		return -TW_ESHUTDOWN;
+		return halted_code(e);
 	if (e->cfg.max_tasks && !reserve_live(e))
 		return -TW_ELIMIT;
 	int error = -TW_ENOMEM;
@@ -88,8 +91,11 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	task->mailed = false;
 	task->released = false;
 	task->release_queued = false;
-	atomic_store_explicit(&task->traits, spec->flags & TW_CONCURRENT ? TRAIT_CONCURRENT : 0,
+	atomic_store_explicit(&task->traits,
+			      (spec->flags & TW_CONCURRENT ? TRAIT_CONCURRENT : 0) |
+				      (spec->flags & TW_RUN_LATE ? TRAIT_RUN_LATE : 0),
 			      memory_order_relaxed);
+	task->rerun = false;
 	task_set_delay_ms(task, spec->delay_ms);
 	task->delay_pending = false;
 	cold->skipped_since_run = 0;
@@ -99,9 +105,12 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	cold->release = spec->release;
 	atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
 	atomic_store_explicit(&task->running, 0, memory_order_relaxed);
-	atomic_store_explicit(&task->due_ns,
-			      tw__engine_due_at_ns(e, tw__engine_call_now_ns(e), spec->delay_ms),
-			      memory_order_relaxed);
+	atomic_store_explicit(
+		&task->due_ns,
+		spec->delay_ms == TW_NEVER ?
+			DUE_NEVER :
+			tw__engine_due_at_ns(e, tw__engine_call_now_ns(e), spec->delay_ms),
+		memory_order_relaxed);
 	task_set_period_ms(task, spec->period_ms);
 	atomic_store_explicit(&cold->runs, 0, memory_order_relaxed);
 	atomic_store_explicit(&cold->last_run_ns, 0, memory_order_relaxed);
@@ -137,7 +146,7 @@ int tw_add_sized(tw_engine *e, const tw_task_spec *spec, size_t size, tw_id *out
 		return -TW_EINVAL;
 	if (size == sizeof *spec)
 		return add_task(e, spec, out);
-	tw_task_spec known = {0};
+	tw_task_spec known = { 0 };
 	if (tw__struct_in(&known, sizeof known, spec, size))
 		return -TW_EINVAL;
 	return add_task(e, &known, out);
@@ -186,7 +195,7 @@ static int with_task(tw_engine *e, tw_id id, task_op *op, uint64_t value, bool t
 	if (!e)
 		return -TW_EINVAL;
 	if (atomic_load(&e->stopping))
-		return -TW_ESHUTDOWN;
+		return halted_code(e);
 	read_section_begin();
 	struct tw_task *task = fetch_ahead(e, id);
 	uint64_t now_ns = timed ? tw__engine_call_now_ns(e) : 0;
@@ -213,6 +222,24 @@ static ALWAYS_INLINE int op_set_delay(struct tw_engine *e, struct tw_task *task,
 	return TW_OK;
 }
 
+/* tw_set_delay(TW_NEVER), kept off the common path. */
+static int op_set_never(struct tw_engine *e, struct tw_task *task, uint64_t unused,
+			uint64_t unused_now, struct after_unlock *after)
+{
+	(void)unused, (void)unused_now;
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	if (!allowed(state, true))
+		return -TW_ESTATE;
+	task_set_delay_ms(task, TW_NEVER);
+	if (state == TW_PAUSED) {
+		task->delay_pending = true;
+		return TW_OK;
+	}
+	task->rerun = false; /* no due: a firing that waits for the run to end goes too */
+	set_due(e, task, DUE_NEVER, after);
+	return TW_OK;
+}
+
 static int op_set_period(struct tw_engine *e, struct tw_task *task, uint64_t period_ms,
 			 uint64_t unused, struct after_unlock *after)
 {
@@ -229,7 +256,13 @@ static int op_pause(struct tw_engine *e, struct tw_task *task, uint64_t unused, 
 	(void)e, (void)unused, (void)unused_now, (void)after;
 	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), false))
 		return -TW_ESTATE;
-	/* The entry stays filed and is dropped when its tick comes. */
+	/* The entry stays filed and is dropped when its tick comes; a firing that waits for
+	 * the task's run to return is dropped now. */
+	if (task->rerun) {
+		task->rerun = false;
+		bump_skips(&task_cold(task)->skipped_missed, 1);
+		add_skipped(task, 1);
+	}
 	atomic_store_explicit(&task->state, TW_PAUSED, memory_order_relaxed);
 	task_set_paused_by_failures(task, false);
 	return TW_OK;
@@ -249,7 +282,8 @@ static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 			      memory_order_relaxed);
 	task_set_paused_by_failures(task, false);
 	atomic_store_explicit(&task_cold(task)->consecutive_failures, 0, memory_order_relaxed);
-	set_due(e, task, tw__engine_due_at_ns(e, now_ns, delay), after);
+	set_due(e, task, delay == TW_NEVER ? DUE_NEVER : tw__engine_due_at_ns(e, now_ns, delay),
+		after);
 	return TW_OK;
 }
 
@@ -269,7 +303,7 @@ static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms)
 {
 	if (e && check_delay(delay_ms))
-		return -TW_ERANGE;
+		return delay_ms == TW_NEVER ? with_task(e, id, op_set_never, 0, false) : -TW_ERANGE;
 	return with_task(e, id, op_set_delay, delay_ms, true);
 }
 
@@ -302,15 +336,32 @@ int tw_cancel(tw_engine *e, tw_id id)
  * periods. set_delay never ends a task: nothing is released here, and one
  * wake-up of the wheel thread, at the end, serves every mail.
  */
+/* tw_set_delay_many(TW_NEVER): one task at a time, off the batch's path. */
+static int set_never_many(tw_engine *e, const tw_id *ids, size_t n, int *results)
+{
+	int first_failure = TW_OK;
+	for (size_t i = 0; i < n; i++) {
+		int rc = with_task(e, ids[i], op_set_never, 0, false);
+		if (results)
+			results[i] = rc;
+		if (rc && !first_failure)
+			first_failure = rc;
+	}
+	return first_failure;
+}
+
 int tw_set_delay_many(tw_engine *e, const tw_id *ids, size_t n, uint64_t delay_ms, int *results)
 {
 	enum { AHEAD = 8, SECTION = 256 };
 	if (!e || (n && !ids))
 		return -TW_EINVAL;
-	if (check_delay(delay_ms))
+	if (check_delay(delay_ms) && delay_ms != TW_NEVER)
 		return -TW_ERANGE;
 	if (atomic_load(&e->stopping))
-		return -TW_ESHUTDOWN;
+		return halted_code(e);
+	if (delay_ms == TW_NEVER)
+		return set_never_many(e, ids, n, results);
+
 	struct after_unlock after = { 0 };
 	int first_failure = TW_OK;
 	for (size_t start = 0; start < n; start += SECTION) {

@@ -6,11 +6,10 @@
  */
 #include "internal.h"
 
-static inline __attribute__((always_inline)) int get_task(tw_engine *e, tw_id id,
-								 tw_task_info *out)
+static inline __attribute__((always_inline)) int get_task(tw_engine *e, tw_id id, tw_task_info *out)
 {
 	if (atomic_load(&e->stopping))
-		return -TW_ESHUTDOWN;
+		return halted_code(e);
 	read_section_begin();
 	struct tw_task *task = tw__table_find(&e->table, id);
 	if (task) {
@@ -23,12 +22,13 @@ static inline __attribute__((always_inline)) int get_task(tw_engine *e, tw_id id
 			period = task_period_ms(task);
 			tw__task_unlock(task);
 		}
+		uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
 		tw_task_info info = {
 			.state = state,
 			.period_ms = period,
 			.next_due_ns =
-				state == TW_WAITING || state == TW_RUNNING ?
-					atomic_load_explicit(&task->due_ns, memory_order_relaxed) :
+				(state == TW_WAITING || state == TW_RUNNING) && due != DUE_NEVER ?
+					due :
 					0,
 			.runs = atomic_load_explicit(&cold->runs, memory_order_relaxed),
 			.failures = atomic_load_explicit(&cold->failures, memory_order_relaxed),
@@ -48,6 +48,7 @@ static inline __attribute__((always_inline)) int get_task(tw_engine *e, tw_id id
 			.paused_by_failures = traits & TRAIT_PAUSED_BY_FAILURES,
 			.concurrent = traits & TRAIT_CONCURRENT,
 			.running = atomic_load_explicit(&task->running, memory_order_relaxed),
+			.stuck = traits & TRAIT_STUCK,
 		};
 		/* The slot cannot be reused inside this section; an id that changed
 		 * meanwhile means the task was reaped while we read. */

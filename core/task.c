@@ -61,7 +61,7 @@ void tw__table_fini(struct task_table *t)
 	size_t chunks = atomic_load(&t->dir->chunks);
 	for (size_t i = 0; i < chunks; i++)
 		tw__free_aligned(atomic_load(&t->dir->chunk[i]), TABLE_CHUNK_BYTES,
-				TABLE_CHUNK_ALIGN);
+				 TABLE_CHUNK_ALIGN);
 	dir_free(t->dir);
 	pthread_mutex_destroy(&t->lock);
 }
@@ -223,14 +223,15 @@ void tw__ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped)
 {
 	*completed = atomic_load(&e->api_ends.completed) + atomic_load(&e->wheel_ends.completed);
 	*stopped = atomic_load(&e->api_ends.stopped) + atomic_load(&e->wheel_ends.stopped);
-	for (unsigned i = 0; i < e->executor_count; i++) {
+	unsigned running = executors_running(e);
+	for (unsigned i = 0; i < running; i++) {
 		*completed += atomic_load(&e->executors[i].ends.completed);
 		*stopped += atomic_load(&e->executors[i].ends.stopped);
 	}
 }
 
 void tw__task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x,
-		      struct after_unlock *after)
+			  struct after_unlock *after)
 {
 	if (task->released || atomic_load(&task->running))
 		return;

@@ -49,9 +49,61 @@ bool tw__task_mail(struct tw_engine *e, struct tw_task *task)
 	return !cds_wfcq_enqueue(&e->mail_head, &e->mail_tail, mail); /* it was empty */
 }
 
+/*
+ * The ready list: tasks whose due has come and whose firing is not handed out
+ * yet, oldest first, linked through the task's entry while out of the wheel.
+ * A one-shot waits there when every executor's queue is full; on the manual
+ * clock, so does a task that came due between two tw_advance calls.
+ */
+static void ready_link(struct tw_engine *e, struct tw_task *task, struct tw_task *prev,
+		       struct tw_task *next)
+{
+	task->ready.prev = prev;
+	task->ready.next = next;
+	*(prev ? &prev->ready.next : &e->ready_head) = task;
+	*(next ? &next->ready.prev : &e->ready_tail) = task;
+	e->ready_count++;
+	task->filing = FILED_READY;
+}
+
+static void ready_append(struct tw_engine *e, struct tw_task *task)
+{
+	ready_link(e, task, e->ready_tail, NULL);
+}
+
+static void ready_remove(struct tw_engine *e, struct tw_task *task)
+{
+	struct tw_task *next = task->ready.next, *prev = task->ready.prev;
+	if (prev)
+		prev->ready.next = next;
+	else
+		e->ready_head = next;
+	if (next)
+		next->ready.prev = prev;
+	else
+		e->ready_tail = prev;
+	e->ready_count--;
+	if (e->ready_owed > e->ready_count)
+		e->ready_owed = e->ready_count; /* an owed one left the list another way */
+	wheel_entry_init(&task->entry);         /* the links were the entry's */
+	task->filing = FILED_NONE;
+}
+
+/* Takes the task out of the wheel or the ready list, wherever it is filed. */
+static void unfile(struct tw_engine *e, struct tw_task *task)
+{
+	if (task->filing == FILED_READY)
+		ready_remove(e, task);
+	else if (task->filing != FILED_NONE)
+		tw__wheel_remove(&e->wheel, &task->entry);
+	task->filing = FILED_NONE;
+}
+
 static void file_task(struct tw_engine *e, struct tw_task *task, uint64_t tick,
 		      enum task_filing why)
 {
+	if (task->filing == FILED_READY)
+		ready_remove(e, task);
 	if (task->filing != FILED_NONE)
 		tw__wheel_reschedule(&e->wheel, &task->entry, tick);
 	else
@@ -59,64 +111,62 @@ static void file_task(struct tw_engine *e, struct tw_task *task, uint64_t tick,
 	task->filing = why;
 }
 
-static void fire(struct tw_engine *e, struct tw_task *task, uint64_t target);
+static bool fire(struct tw_engine *e, struct tw_task *task, uint64_t target);
 
 /*
  * Lock held. Makes the wheel agree with what the task now wants. A due the
- * wheel has already passed (the mail came in while it advanced) fires now:
- * re-filing it would make it wait for the next advance.
+ * wheel has already passed (the mail came in while it advanced) goes to the
+ * ready list, handed out this round (on the manual clock: by the next
+ * tw_advance): re-filing it would make it wait for the next tick.
  */
-static void reconcile(struct tw_engine *e, struct tw_task *task, uint64_t target)
+static void reconcile(struct tw_engine *e, struct tw_task *task)
 {
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if (task->released) {
-		/* Not reaped before an executor has made its release call. */
+		/* Not reaped before an executor has made its release call. Kept retain_ms
+		 * whole: the reaping tick comes after retain_ms more ticks have passed. */
 		if (task->filing != FILED_REAP && !task->release_queued) {
 			uint64_t keep = e->cfg.retain_ms < TW_MAX_DELAY_MS ? e->cfg.retain_ms :
 									     TW_MAX_DELAY_MS;
-			file_task(e, task, wheel_now(&e->wheel) + keep, FILED_REAP);
+			if (task->filing == FILED_READY)
+				ready_remove(e, task);
+			file_task(e, task, wheel_now(&e->wheel) + keep + 1, FILED_REAP);
 		}
 		return;
 	}
 	uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
-	bool wants = due && (state == TW_WAITING || state == TW_RUNNING);
+	bool wants = due && due != DUE_NEVER && (state == TW_WAITING || state == TW_RUNNING);
 	if (!wants) {
-		if (task->filing == FILED_DUE) {
-			tw__wheel_remove(&e->wheel, &task->entry);
-			task->filing = FILED_NONE;
-		}
+		if (task->filing == FILED_DUE || task->filing == FILED_READY)
+			unfile(e, task);
 		return;
 	}
 	uint64_t tick = tw__engine_tick_of(e, due);
 	if (tick <= wheel_now(&e->wheel)) {
-		if (task->filing == FILED_DUE)
-			tw__wheel_remove(&e->wheel, &task->entry);
-		task->filing = FILED_NONE;
-		fire(e, task, target);
-	} else if (task->filing == FILED_NONE || tick < wheel_entry_due(&task->entry)) {
+		if (task->filing != FILED_READY) {
+			unfile(e, task);
+			ready_append(e, task);
+		}
+	} else if (task->filing == FILED_NONE || task->filing == FILED_READY ||
+		   tick < wheel_entry_due(&task->entry)) {
 		file_task(e, task, tick, FILED_DUE);
 	}
 }
 
-struct taking {
-	struct tw_engine *e;
-	uint64_t target;
-};
-
 static void take_mail(struct tw_task *task, void *ctx)
 {
-	struct taking *t = ctx;
+	struct tw_engine *e = ctx;
 	tw__task_lock(task);
 	task->mailed = false;
-	reconcile(t->e, task, t->target);
+	reconcile(e, task);
 	tw__task_unlock(task);
 }
 
-static void read_mail(struct tw_engine *e, uint64_t target)
+static void read_mail(struct tw_engine *e)
 {
-	struct taking taking = { e, target };
-	for (unsigned i = 0; i < e->executor_count; i++)
-		tw__executor_take_ended(&e->executors[i], take_mail, &taking);
+	unsigned running = executors_running(e);
+	for (unsigned i = 0; i < running; i++)
+		tw__executor_take_ended(&e->executors[i], take_mail, e);
 	struct __cds_wfcq_head head;
 	struct cds_wfcq_tail tail;
 	struct cds_wfcq_node *node, *next;
@@ -127,7 +177,7 @@ static void read_mail(struct tw_engine *e, uint64_t target)
 	__cds_wfcq_for_each_blocking_safe (&head, &tail, node, next) {
 		struct tw_task *task = task_of_mail_link(node);
 		HANDOVER_ACQUIRE(task);
-		take_mail(task, &taking);
+		take_mail(task, e);
 	}
 }
 
@@ -180,26 +230,60 @@ static void plan_round(struct tw_engine *e)
 {
 	e->filling = 0;
 	e->room = ROOM_UNKNOWN;
+	e->round_ns = 0; /* read when first needed (held_this_round) */
+}
+
+/* Whether x's run has held it HOLD_NS by this round; the clock is read once a round, and
+ * only if some executor is in a run. */
+static bool held_this_round(struct tw_engine *e, struct executor *x)
+{
+	if (!atomic_load_explicit(&x->run_start_ns, memory_order_relaxed))
+		return false;
+	if (!e->round_ns)
+		e->round_ns = monotonic_ns();
+	return executor_held(x, e->round_ns);
+}
+
+/* The task's home, or the first executor that is not held up by a long run (the home when
+ * every one is: the watch then takes it elsewhere). */
+static struct executor *home_or_free(struct tw_engine *e, struct tw_task *task)
+{
+	struct executor *home = home_executor(e, task);
+	if (!held_this_round(e, home))
+		return home;
+	unsigned running = executors_running(e);
+	for (unsigned i = 0; i < running; i++)
+		if (!held_this_round(e, &e->executors[i]))
+			return &e->executors[i];
+	return home;
 }
 
 /* Serial tasks go to the first executor with room this round, or to their
  * home when all are full; concurrent ones take turns on all, so that their
- * runs can overlap. A serial task never runs twice at once wherever it runs:
- * its running count, under its lock, says if a run is going (dispatch). */
+ * runs can overlap. An executor whose run has lasted HOLD_NS gets none. A
+ * serial task never runs twice at once wherever it runs: its running count,
+ * under its lock, says if a run is going (dispatch). */
 static struct executor *executor_for(struct tw_engine *e, struct tw_task *task, bool concurrent)
 {
-	if (concurrent)
-		return &e->executors[e->next_executor++ % e->executor_count];
-	for (; e->filling < e->executor_count; e->filling++, e->room = ROOM_UNKNOWN) {
+	unsigned running = executors_running(e);
+	if (concurrent) {
+		for (unsigned tries = 0; tries < running; tries++) {
+			struct executor *x = &e->executors[e->next_executor++ % running];
+			if (!held_this_round(e, x))
+				return x;
+		}
+		return &e->executors[e->next_executor++ % running];
+	}
+	for (; e->filling < running; e->filling++, e->room = ROOM_UNKNOWN) {
 		struct executor *x = &e->executors[e->filling];
 		if (e->room == ROOM_UNKNOWN)
-			e->room = room_of(x);
+			e->room = held_this_round(e, x) ? 0 : room_of(x);
 		if (e->room) {
 			e->room--;
 			return x;
 		}
 	}
-	return home_executor(e, task);
+	return home_or_free(e, task);
 }
 
 /* Lock held, wheel thread: n firings of the task skipped for one reason,
@@ -212,44 +296,74 @@ static void skip(struct tw_task *task, _Atomic uint32_t *task_count, _Atomic uin
 	add_skipped(task, n);
 }
 
-/* Lock held. Queues a firing; says whether it will run. */
-static bool dispatch(struct tw_engine *e, struct tw_task *task, uint64_t due_ns)
+enum dispatched {
+	DISPATCHED, /* queued to an executor */
+	SKIPPED,    /* counted as skipped (periodic tasks only) */
+	RERUN,      /* runs right after the task's own run returns (task->rerun) */
+	NO_ROOM,    /* a one-shot's: every queue is full, it waits in the ready list */
+};
+
+/* Lock held: a firing comes due while one of the task is in flight (serial tasks). */
+static enum dispatched overlapping(struct tw_engine *e, struct tw_task *task, bool periodic)
+{
+	struct task_cold *cold = task_cold(task);
+	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
+	if (periodic && !(traits & TRAIT_STARTED)) {
+		/* Its previous firing still waits for an executor: not an overlap. */
+		skip(task, &cold->skipped_overload, &e->skipped_overload, 1);
+		return SKIPPED;
+	}
+	if (periodic && !(traits & TRAIT_RUN_LATE)) {
+		skip(task, &cold->skipped_overlap, &e->skipped_overlap, 1);
+		return SKIPPED;
+	}
+	if (task->rerun) /* one firing waits at most: the older is skipped */
+		skip(task, &cold->skipped_overlap, &e->skipped_overlap, 1);
+	task->rerun = true;
+	return RERUN;
+}
+
+/* Lock held. Queues a firing; says what became of it. */
+static enum dispatched dispatch(struct tw_engine *e, struct tw_task *task, uint64_t due_ns,
+				bool periodic)
 {
 	bool concurrent = task_concurrent(task);
-	if (!concurrent && atomic_load_explicit(&task->running, memory_order_relaxed)) {
-		skip(task, &task_cold(task)->skipped_overlap, &e->skipped_overlap, 1);
-		return false;
-	}
+	if (!concurrent && atomic_load_explicit(&task->running, memory_order_relaxed))
+		return overlapping(e, task, periodic);
 	struct firing f = { .task = task,
 			    .due_ns = due_ns,
 			    .skipped = task->skipped ? task_cold(task)->skipped_since_run : 0 };
 	if (!tw__executor_push(executor_for(e, task, concurrent), &f)) {
+		if (!periodic)
+			return NO_ROOM;
 		skip(task, &task_cold(task)->skipped_overload, &e->skipped_overload, 1);
-		return false;
+		return SKIPPED;
 	}
 	/* The lock is held: the executor counts the run's end only after this. */
 	bump32(&task->running);
 	take_skipped(task);
 	atomic_store_explicit(&task->state, TW_RUNNING, memory_order_relaxed);
-	return true;
+	return DISPATCHED;
 }
 
 /*
- * Lock held; the entry came out of the wheel at tick now, while the wheel is
- * being advanced to tick target. Fires it, or re-files it if it was postponed.
- * A periodic task that fell behind by whole periods (a stall) counts them as
- * skipped and runs once, for its latest due: no burst, and it stays in phase.
+ * Lock held; the task came out of the wheel or the ready list while the wheel
+ * is being advanced to tick target. Fires it, or re-files it if it was
+ * postponed. A periodic task that fell behind by whole periods (a stall)
+ * counts them as skipped and runs once, for its latest due: no burst, and it
+ * stays in phase. False when a one-shot found no room: it stays due, and the
+ * caller puts it in (or leaves it at the head of) the ready list.
  */
-static void fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
+static bool fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 {
 	uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
-	if (!due || (state != TW_WAITING && state != TW_RUNNING))
-		return; /* paused or ended meanwhile: dropped here, lazily */
+	if (!due || due == DUE_NEVER || (state != TW_WAITING && state != TW_RUNNING))
+		return true; /* paused or ended meanwhile: dropped here, lazily */
 	uint64_t tick = tw__engine_tick_of(e, due);
 	if (tick > wheel_now(&e->wheel)) {
 		file_task(e, task, tick, FILED_DUE);
-		return;
+		return true;
 	}
 	uint64_t period = task_period_ms(task) * NS_PER_MS;
 	uint64_t target_ns = e->epoch_ns + target * NS_PER_MS;
@@ -258,21 +372,18 @@ static void fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 		due += missed * period;
 		skip(task, &task_cold(task)->skipped_missed, &e->skipped_missed, missed);
 	}
-	bool runs = dispatch(e, task, due);
+	enum dispatched what = dispatch(e, task, due, period != 0);
 	if (period) {
 		atomic_store_explicit(&task->due_ns, due + period, memory_order_relaxed);
 		file_task(e, task, tw__engine_tick_of(e, due + period), FILED_DUE);
-		return;
+		return true;
 	}
-	atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
-	if (!runs && !atomic_load_explicit(&task->running, memory_order_relaxed)) {
-		/* A one-shot whose only firing was skipped is complete; its release
-		 * is user code, so an executor makes that call. */
-		tw__task_end(&e->wheel_ends, task, TW_COMPLETED);
-		task->released = true;
-		task->release_queued = true;
-		tw__executor_push_release(home_executor(e, task), task);
-	}
+	if (what == NO_ROOM)
+		return false;
+	/* A one-shot's firing that runs after its own run keeps its due there (run.c). */
+	if (what != RERUN)
+		atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
+	return true;
 }
 
 static void hand_out(struct tw_engine *e, struct tw_task *task, uint64_t target)
@@ -291,8 +402,32 @@ static void hand_out(struct tw_engine *e, struct tw_task *task, uint64_t target)
 		urcu_memb_call_rcu(&task->reaped.rcu, give_back);
 		return;
 	}
-	fire(e, task, target);
+	if (!fire(e, task, target))
+		ready_append(e, task);
 	tw__task_unlock(task);
+}
+
+/* Hands out up to n of what the ready list holds, oldest first, until a one-shot finds every
+ * queue full: it and those behind it wait for the next round. */
+static void hand_out_ready(struct tw_engine *e, uint64_t target, uint64_t n)
+{
+	struct tw_task *task;
+	for (; n && (task = e->ready_head); n--) {
+		tw__task_lock(task);
+		uint64_t owed = e->ready_owed;
+		ready_remove(e, task);
+		bool out = fire(e, task, target);
+		if (!out) {
+			/* Back at the head, where it was, still owed if it was. */
+			ready_link(e, task, NULL, e->ready_head);
+			e->ready_owed = owed;
+		} else if (owed) {
+			e->ready_owed = owed - 1;
+		}
+		tw__task_unlock(task);
+		if (!out)
+			return;
+	}
 }
 
 static uint64_t current_tick(struct tw_engine *e)
@@ -334,6 +469,13 @@ static int ms_until(struct tw_engine *e, uint64_t tick)
 static int arm_for_next(struct tw_engine *e, uint64_t *armed)
 {
 	uint64_t next = tw__wheel_next_expiry(&e->wheel);
+	if (e->ready_head && wheel_now(&e->wheel) + 1 < next)
+		next = wheel_now(&e->wheel) + 1; /* one-shots wait for room: look again */
+	if (e->watch_ns) {
+		uint64_t watch = tw__engine_tick_of(e, e->watch_ns);
+		if (watch < next)
+			next = watch;
+	}
 	if (next == *armed)
 		return -1;
 	if (arm(e, next)) {
@@ -373,6 +515,23 @@ static void wait_for_work(struct tw_engine *e, int timeout_ms)
 	}
 }
 
+/* Manual clock: no timer, so the wait ends in real time for the watch over the executors,
+ * and after a millisecond while one-shots of an advance wait for room. */
+static int manual_timeout_ms(struct tw_engine *e)
+{
+	int timeout = e->ready_owed ? 1 : -1;
+	if (e->watch_ns) {
+		uint64_t now = monotonic_ns();
+		uint64_t ms =
+			e->watch_ns > now ? (e->watch_ns - now + NS_PER_MS - 1) / NS_PER_MS : 0;
+		if (ms > INT32_MAX)
+			ms = INT32_MAX;
+		if (timeout < 0 || (int)ms < timeout)
+			timeout = (int)ms;
+	}
+	return timeout;
+}
+
 /* Manual clock: tells the tw_advance() callers their advance is dispatched. */
 static uint64_t advance_asked(struct tw_engine *e)
 {
@@ -398,25 +557,46 @@ static void *wheel_main(void *arg)
 	/* Without the least slack the kernel may defer each wake-up by up to 50 us; a refusal
 	 * costs precision, not correctness. */
 	(void)prctl(PR_SET_TIMERSLACK, 1UL);
+	uint64_t handled = 0; /* manual clock: the last tw_advance whose firings are out */
 	while (!atomic_load(&e->wheel_quit)) {
 		uint64_t asked = e->cfg.manual_clock ? advance_asked(e) : 0;
-		uint64_t target = current_tick(e);
+		/* On the manual clock firings happen only for a tw_advance; between two, mail
+		 * is filed and what comes due waits in the ready list. */
+		bool advancing = !e->cfg.manual_clock || asked != handled;
+		uint64_t target = advancing ? current_tick(e) : wheel_now(&e->wheel);
 		plan_round(e);
-		read_mail(e, target);
-		struct wheel_entry *entry;
-		/* Executors start on a crowded tick while the rest is handed out. */
-		for (unsigned n = 1; (entry = wheel_expire(&e->wheel, target)); n++) {
-			wheel_prefetch(&e->wheel); /* a task's line 0 holds its entry */
-			hand_out(e, task_of_entry(entry), target);
-			if (n % KICK_BATCH == 0)
-				tw__executors_kick(e);
+		read_mail(e);
+		if (!advancing && e->ready_owed) /* due by an advance, waiting for room */
+			hand_out_ready(e, target, e->ready_owed);
+		if (advancing) {
+			hand_out_ready(e, target, UINT64_MAX);
+			struct wheel_entry *entry;
+			/* Executors start on a crowded tick while the rest is handed out. */
+			for (unsigned n = 1; (entry = wheel_expire(&e->wheel, target)); n++) {
+				wheel_prefetch(&e->wheel); /* a task's line 0 holds its entry */
+				hand_out(e, task_of_entry(entry), target);
+				if (n % KICK_BATCH == 0)
+					tw__executors_kick(e);
+			}
 		}
 		tw__executors_kick(e);
+		tw__watch_executors(e);
 		int timeout_ms = -1;
-		if (e->cfg.manual_clock)
-			advance_done(e, asked);
-		else
+		if (e->cfg.manual_clock) {
+			/* What is in the ready list now is due by this advance: owed to it. */
+			if (advancing)
+				e->ready_owed = e->ready_count;
+			/* Before the advance is told done: a tw_quiesce after it must see it. */
+			atomic_store_explicit(&e->ready_due, e->ready_owed, memory_order_release);
+			if (advancing) {
+				advance_done(e, asked);
+				handled = asked;
+			}
+			timeout_ms = manual_timeout_ms(e);
+		} else {
+			atomic_store_explicit(&e->ready_due, e->ready_count, memory_order_release);
 			timeout_ms = arm_for_next(e, &armed);
+		}
 		wait_for_work(e, timeout_ms);
 	}
 	return NULL;

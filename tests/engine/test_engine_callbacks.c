@@ -31,7 +31,7 @@ static int where_callback(const tw_fire *fire, void *arg)
 	return 0;
 }
 
-/* tw_quiesce from a callback would wait for itself: it answers -TW_ESTATE.
+/* tw_quiesce from a callback would wait for itself: it answers -TW_ECALLBACK.
  * tw_get of its own task shows it running. */
 Test(callbacks, run_off_the_caller_thread_and_cannot_quiesce)
 {
@@ -42,7 +42,7 @@ Test(callbacks, run_off_the_caller_thread_and_cannot_quiesce)
 		step(e, 1);
 	cr_assert_eq(atomic_load(&w.runs), 5);
 	cr_assert_eq(atomic_load(&w.on_test_thread), 0);
-	cr_assert_eq((int)(int64_t)atomic_load(&w.quiesce_rc), -TW_ESTATE);
+	cr_assert_eq((int)(int64_t)atomic_load(&w.quiesce_rc), -TW_ECALLBACK);
 	cr_assert_eq((int)(int64_t)atomic_load(&w.get_rc), TW_OK);
 	cr_assert_eq(atomic_load(&w.state_seen), TW_RUNNING);
 	cr_assert_eq(atomic_load(&w.running_seen), 1);

@@ -61,7 +61,7 @@ Test(inputs, add_refuses_null_pointers_missing_callback_and_unknown_flags)
 	tw_task_spec bad = good;
 	bad.callback = NULL;
 	cr_assert_eq(tw_add(e, &bad, &id), -TW_EINVAL);
-	const unsigned flags[] = { 2u, 4u, 0x80u, TW_CONCURRENT | 2u, 1u << 31, ~0u };
+	const unsigned flags[] = { 4u, 0x80u, TW_CONCURRENT | 4u, TW_RUN_LATE | 8u, 1u << 31, ~0u };
 	for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
 		bad = good;
 		bad.flags = flags[i];
@@ -88,8 +88,9 @@ Test(inputs, delays_and_periods_above_the_maximum_are_out_of_range)
 	tw_engine *e = manual_engine(1);
 	struct counts c = { 0 };
 	tw_id id = add_counted(e, &c, 10, 10);
+	/* Huge values keep their code; only TW_NEVER itself means "no due" (as a delay). */
 	const uint64_t too_big[] = { TW_MAX_DELAY_MS + 1, TW_MAX_DELAY_MS * 2, UINT64_MAX / 2,
-				     UINT64_MAX };
+				     INT64_MAX, UINT64_MAX - 1 };
 	for (size_t i = 0; i < sizeof too_big / sizeof too_big[0]; i++) {
 		tw_task_spec spec = spec_of(too_big[i], 0, count_callback, &c);
 		tw_id out;
@@ -99,6 +100,10 @@ Test(inputs, delays_and_periods_above_the_maximum_are_out_of_range)
 		cr_assert_eq(tw_set_delay(e, id, too_big[i]), -TW_ERANGE);
 		cr_assert_eq(tw_set_period(e, id, too_big[i]), -TW_ERANGE);
 	}
+	tw_task_spec never_period = spec_of(1, TW_NEVER, count_callback, &c);
+	tw_id refused;
+	cr_assert_eq(tw_add(e, &never_period, &refused), -TW_ERANGE, "TW_NEVER is not a period");
+	cr_assert_eq(tw_set_period(e, id, TW_NEVER), -TW_ERANGE);
 	/* The refused changes left the task alone. */
 	tw_task_info info = info_of(e, id);
 	cr_assert_eq(info.period_ms, 10);

@@ -1,0 +1,187 @@
+/*
+ * run.h - one firing on an executor: whether it may start, the callback, and
+ * what its end means for the task (it waits again, completes, runs once more
+ * for a firing that came due during the run, or is released). Included by
+ * executor.c alone, so that the run is compiled into the executor's loop: a
+ * call per firing, with its register saves, costs the hand-over's share.
+ */
+#ifndef TICKWHEEL_CORE_RUN_H
+#define TICKWHEEL_CORE_RUN_H
+
+#include "internal.h"
+
+static void note_lateness(struct executor *x, uint64_t late_ns)
+{
+	uint64_t us = late_ns / 1000;
+	unsigned bucket = us ? 64 - (unsigned)__builtin_clzll(us) : 0;
+	if (bucket >= TW_LATENESS_BUCKETS)
+		bucket = TW_LATENESS_BUCKETS - 1;
+	bump(&x->lateness[bucket]);
+	if (late_ns > atomic_load_explicit(&x->lateness_max_ns, memory_order_relaxed))
+		atomic_store_explicit(&x->lateness_max_ns, late_ns, memory_order_relaxed);
+}
+
+/* Lock held: accounts for a run that returned rc after took_ns. Returns the
+ * failures in a row if this one paused the task (to be logged once the lock
+ * is let go: the log hook is user code), else 0. */
+static uint32_t account(struct executor *x, struct tw_task *task, struct task_cold *cold, int rc,
+			uint64_t took_ns)
+{
+	struct tw_engine *e = x->engine;
+	atomic_store_explicit(&cold->last_run_ns, took_ns, memory_order_relaxed);
+	if (took_ns > atomic_load_explicit(&cold->longest_run_ns, memory_order_relaxed))
+		atomic_store_explicit(&cold->longest_run_ns, took_ns, memory_order_relaxed);
+	if (took_ns > e->slow_run_ns) {
+		bump32(&cold->slow_runs);
+		bump(&x->slow_runs);
+	}
+	if (!rc) {
+		if (atomic_load_explicit(&cold->consecutive_failures, memory_order_relaxed))
+			atomic_store_explicit(&cold->consecutive_failures, 0, memory_order_relaxed);
+		return 0;
+	}
+	bump32(&cold->failures);
+	bump(&x->failures);
+	uint32_t row = bump32(&cold->consecutive_failures);
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	if (e->cfg.max_failures && row >= e->cfg.max_failures &&
+	    (state == TW_WAITING || state == TW_RUNNING)) {
+		atomic_store_explicit(&task->state, TW_PAUSED, memory_order_relaxed);
+		task_set_paused_by_failures(task, true);
+		return row;
+	}
+	return 0;
+}
+
+/*
+ * Lock held: a firing came due during the run that just returned (task->rerun,
+ * set by the wheel thread's dispatch). It becomes *f and runs now, on this
+ * executor, unless the task was paused or ended meanwhile: then it is dropped
+ * and counted as missed. A one-shot keeps that firing's due in due_ns; a
+ * periodic task's due_ns is already its next period's.
+ */
+static bool take_rerun(struct tw_engine *e, struct tw_task *task, struct firing *f)
+{
+	task->rerun = false;
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	if ((state != TW_WAITING && state != TW_RUNNING) ||
+	    atomic_load_explicit(&e->stopping, memory_order_relaxed)) {
+		bump_skips(&task_cold(task)->skipped_missed, 1);
+		add_skipped(task, 1);
+		return false;
+	}
+	uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
+	uint64_t period_ns = task_period_ms(task) * NS_PER_MS, now = tw__engine_now_ns(e);
+	/* The firing that came due: a one-shot's own due; a periodic task's is a period before
+	 * its next (unless that is past: a one-shot given a period during the run). */
+	uint64_t late = !period_ns || due <= now ? due : due - period_ns;
+	if (late > now || due == DUE_NEVER)
+		return false; /* a later due was set since (tw_set_delay): it replaced the firing */
+	if (!period_ns)
+		atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
+	f->due_ns = late;
+	f->skipped = take_skipped(task);
+	return true;
+}
+
+/* Lock held: a run ended; the task waits again, completes, or stays put. True when a
+ * firing that came due during the run is to run now: it is in *f. */
+static bool run_ended(struct executor *x, struct tw_task *task, struct firing *f,
+		      struct after_unlock *after)
+{
+	struct tw_engine *e = x->engine;
+	if (task->rerun && take_rerun(e, task, f))
+		return true; /* still running: the count stays */
+	uint32_t left = atomic_load_explicit(&task->running, memory_order_relaxed) - 1;
+	atomic_store_explicit(&task->running, left, memory_order_relaxed);
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	if (state == TW_RUNNING && !left) {
+		uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
+		if (due) {
+			atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
+			/* Due but filed nowhere (a one-shot given a period during a run that came
+			 * due meanwhile): the wheel thread files it. */
+			if (task->filing == FILED_NONE && due != DUE_NEVER)
+				mail_after_unlock(e, task, after);
+		} else {
+			tw__task_end(&x->ends, task, TW_COMPLETED);
+			state = TW_COMPLETED;
+		}
+	}
+	if (state == TW_COMPLETED || state == TW_STOPPED)
+		tw__task_end_if_idle(e, task, x, after);
+	return false;
+}
+
+/*
+ * Lock held: may this queued firing start? Not once the task was paused or
+ * ended, nor once the engine stops: whoever paused or cancelled it was told
+ * that no new run starts. A firing that does not start counts as skipped.
+ */
+static bool may_start(struct tw_engine *e, struct tw_task *task, const struct firing *f)
+{
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	if (!atomic_load_explicit(&e->stopping, memory_order_relaxed) &&
+	    (state == TW_WAITING || state == TW_RUNNING))
+		return true;
+	bump_skips(&task_cold(task)->skipped_missed, 1);
+	add_skipped(task, f->skipped + 1);
+	return false;
+}
+
+static inline __attribute__((always_inline)) void run_firing(struct executor *x, struct firing *f)
+{
+	struct tw_engine *e = x->engine;
+	struct tw_task *task = f->task;
+	struct task_cold *cold = task_cold(task);
+	bool again;
+	do {
+		tw__task_lock(task);
+		bool starts = may_start(e, task, f);
+		tw_fire fire = {
+			.id = atomic_load_explicit(&task->id, memory_order_relaxed),
+			.due_ns = f->due_ns,
+			.run = starts ? bump(&cold->runs) : 0,
+			.skipped = f->skipped,
+		};
+		if (starts)
+			task_put_traits(task, TRAIT_STARTED, 0);
+		tw__task_unlock(task);
+		int rc = 0;
+		uint64_t took = 0;
+		if (starts) {
+			uint64_t start = monotonic_ns();
+			atomic_store_explicit(&x->run_task, task, memory_order_relaxed);
+			atomic_store_explicit(&x->run_start_ns, start, memory_order_release);
+			uint64_t now = e->cfg.manual_clock ? tw__engine_now_ns(e) : start;
+			note_lateness(x, now > f->due_ns ? now - f->due_ns : 0);
+			bump(&x->runs);
+			rc = cold->callback(&fire, cold->arg);
+			took = monotonic_ns() - start;
+			atomic_store_explicit(&x->run_start_ns, 0, memory_order_release);
+			uint64_t average =
+				atomic_load_explicit(&x->run_ns_average, memory_order_relaxed);
+			atomic_store_explicit(&x->run_ns_average,
+					      average - average / 16 + took / 16,
+					      memory_order_relaxed);
+		} else {
+			bump(&x->dropped);
+		}
+		tw__task_lock(task);
+		uint32_t paused_after = 0;
+		if (starts) {
+			paused_after = account(x, task, cold, rc, took);
+			task_put_traits(task, 0, TRAIT_STARTED | TRAIT_STUCK);
+		}
+		struct after_unlock after = { 0 };
+		again = run_ended(x, task, f, &after);
+		tw__task_unlock(task);
+		if (paused_after)
+			tw__engine_log(e, TW_LOG_WARNING,
+				       "task %llu paused after %u failures in a row",
+				       (unsigned long long)fire.id, paused_after);
+		after_unlock_run(after);
+	} while (again);
+}
+
+#endif

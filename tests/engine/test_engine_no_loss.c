@@ -1,0 +1,291 @@
+/*
+ * No firing lost: one-shots re-armed from their own callback, TW_RUN_LATE,
+ * TW_NEVER, a completed one-shot, the manual clock's "only inside
+ * tw_advance", the order within a millisecond, and a burst of a million
+ * one-shots on one executor with the default queue.
+ */
+#include "engine_test_support.h"
+
+/* A one-shot that re-arms itself from its callback `left` more times, to delay_ms, then
+ * works for work_ms while that due comes. */
+struct rearm {
+	tw_engine *engine;
+	_Atomic uint64_t runs, releases, left, rearm_rc_bad;
+	uint64_t delay_ms, work_ms;
+	uint64_t due[64];
+};
+
+static int rearm_callback(const tw_fire *fire, void *arg)
+{
+	struct rearm *r = arg;
+	uint64_t n = atomic_fetch_add(&r->runs, 1);
+	if (n < 64)
+		r->due[n] = fire->due_ns;
+	if (atomic_load(&r->left)) {
+		atomic_fetch_sub(&r->left, 1);
+		if (tw_set_delay(r->engine, fire->id, r->delay_ms) != TW_OK)
+			atomic_fetch_add(&r->rearm_rc_bad, 1);
+		if (r->work_ms)
+			sleep_ms((unsigned)r->work_ms);
+	}
+	return 0;
+}
+
+static void rearm_release(void *arg)
+{
+	atomic_fetch_add(&((struct rearm *)arg)->releases, 1);
+}
+
+static tw_id add_rearm(tw_engine *e, struct rearm *r, uint64_t delay_ms, uint64_t period_ms)
+{
+	tw_task_spec spec = spec_of(delay_ms, period_ms, rearm_callback, r);
+	spec.release = rearm_release;
+	return add_spec(e, &spec);
+}
+
+/* Real clock: the re-arm's due (0 or 1 ms) comes while the run still works 3 ms; the firing
+ * is not lost: it runs right after that run returns, once per re-arm. */
+Test(no_loss, one_shot_rearmed_from_its_callback_runs_after_it_real_clock)
+{
+	const uint64_t delays[] = { 0, 1 };
+	for (size_t k = 0; k < 2; k++) {
+		tw_config cfg;
+		tw_config_init(&cfg);
+		cfg.executors = 2;
+		tw_engine *e = engine_new(&cfg);
+		struct rearm r = { .engine = e, .delay_ms = delays[k], .work_ms = 3 };
+		atomic_store(&r.left, 10);
+		tw_id id = add_rearm(e, &r, 1, 0);
+		cr_assert(wait_eq(&r.runs, 11), "delay %" PRIu64 ": %" PRIu64 " runs of 11",
+			  delays[k], atomic_load(&r.runs));
+		cr_assert(wait_eq(&r.releases, 1));
+		tw_task_info info = info_of(e, id);
+		cr_assert_eq(info.state, TW_COMPLETED);
+		cr_assert_eq(info.runs, 11);
+		cr_assert_eq(info_skips(&info), 0);
+		cr_assert_eq(atomic_load(&r.rearm_rc_bad), 0);
+		tw_engine_destroy(e);
+		cr_assert_eq(atomic_load(&r.runs), 11);
+		cr_assert_eq(atomic_load(&r.releases), 1);
+	}
+	assert_no_leaks();
+}
+
+/* Manual clock: a re-arm to 0 from the callback is due at the current manual time, so it
+ * waits for the next tw_advance: exactly one run per advance, time not moving. */
+Test(no_loss, one_shot_rearmed_to_now_runs_once_per_advance_manual_clock)
+{
+	tw_engine *e = manual_engine(1);
+	struct rearm r = { .engine = e, .delay_ms = 0 };
+	atomic_store(&r.left, 1000);
+	tw_id id = add_rearm(e, &r, 1, 0);
+	step(e, 1);
+	cr_assert_eq(atomic_load(&r.runs), 1);
+	uint64_t now = r.due[0]; /* the current manual time: nothing moves it but tw_advance */
+	for (uint64_t i = 2; i <= 20; i++) {
+		quiesce(e);
+		cr_assert_eq(atomic_load(&r.runs), i - 1, "no run without a tw_advance");
+		advance(e, 0);
+		quiesce(e);
+		cr_assert_eq(atomic_load(&r.runs), i, "tw_advance(0) runs what is due now");
+		cr_assert_eq(r.due[i - 1], now, "due at the current manual time");
+	}
+	cr_assert_eq(info_of(e, id).state, TW_WAITING);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&r.releases), 1);
+	assert_no_leaks();
+}
+
+/* Manual clock, 1 ms re-arm during a run: the due comes inside the advance that follows,
+ * while the run... has returned already (quiesce in between): plain one run per ms. And a
+ * delay 0 task added between two advances runs only at the next one. */
+Test(no_loss, due_now_waits_for_the_next_advance)
+{
+	tw_engine *e = manual_engine(1);
+	struct counts c = { 0 };
+	tw_id id = add_counted(e, &c, 0, 0);
+	sleep_ms(20);
+	quiesce(e);
+	cr_assert_eq(atomic_load(&c.runs), 0, "a due at the current manual time waits");
+	cr_assert_eq(info_of(e, id).state, TW_WAITING);
+	step(e, 0);
+	cr_assert_eq(atomic_load(&c.runs), 1);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), 1);
+	assert_no_leaks();
+}
+
+/* A firing that comes due while the one-shot's own run is going, on the manual clock: the
+ * run is blocked, the re-arm's due passes inside an advance, and it runs after the run. */
+Test(no_loss, one_shot_rearmed_during_a_blocked_run_runs_after_it_manual_clock)
+{
+	tw_engine *e = manual_engine(1);
+	struct recorder *r = recorder_new(e);
+	tw_id id = add_recorded(e, r, 1, 0, 0);
+	atomic_store(&r->block, true);
+	advance(e, 1);
+	wait_started(r);
+	cr_assert_eq(tw_set_delay(e, id, 2), TW_OK, "re-armed while running");
+	advance(e, 5); /* its due passes during the run */
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.state, TW_RUNNING);
+	cr_assert_eq(info_skips(&info), 0);
+	atomic_store(&r->block, false);
+	gate_open(&r->gate, 1);
+	quiesce(e);
+	cr_assert_eq(atomic_load(&r->runs), 2, "the re-arm ran after the run");
+	cr_assert_eq(info_of(e, id).state, TW_COMPLETED);
+	destroy_expecting_one_release(e, r);
+}
+
+/* Periodic, serial: by default a firing due during the task's run is skipped (overlap);
+ * with TW_RUN_LATE it runs right after that run, once, and further ones are skipped. */
+Test(no_loss, run_late_runs_an_overlapping_firing_after_the_run)
+{
+	const unsigned flags[] = { 0, TW_RUN_LATE };
+	for (size_t k = 0; k < 2; k++) {
+		tw_engine *e = manual_engine(1);
+		struct recorder *r = recorder_new(e);
+		tw_id id = add_recorded(e, r, 1, 10, flags[k]);
+		atomic_store(&r->block, true);
+		advance(e, 1);
+		wait_started(r);
+		advance(e, 10); /* t0 + 11: due during the run */
+		advance(e, 10); /* t0 + 21: another */
+		atomic_store(&r->block, false);
+		gate_open(&r->gate, 1);
+		quiesce(e);
+		tw_task_info info = info_of(e, id);
+		if (flags[k]) {
+			cr_assert_eq(atomic_load(&r->runs), 2);
+			cr_assert_eq(info.skipped_overlap, 1, "the older of the two waiting ones");
+			cr_assert_eq(r->due[1], r->due[0] + 20 * NS_PER_MS,
+				     "it ran for the latest due");
+		} else {
+			cr_assert_eq(atomic_load(&r->runs), 1);
+			cr_assert_eq(info.skipped_overlap, 2);
+		}
+		cr_assert_eq(info.runs + info_skips(&info), 3, "due firings = runs + skips");
+		destroy_expecting_one_release(e, r);
+	}
+}
+
+/* TW_NEVER: no due at all until one is given; not a period; huge values keep ERANGE. */
+Test(no_loss, never_means_no_due_until_one_is_given)
+{
+	tw_engine *e = manual_engine(1);
+	struct counts c = { 0 };
+	tw_id id = add_counted(e, &c, TW_NEVER, 0);
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.state, TW_WAITING);
+	cr_assert_eq(info.next_due_ns, 0);
+	step(e, 1000);
+	cr_assert_eq(atomic_load(&c.runs), 0);
+	cr_assert_eq(tw_set_delay(e, id, 5), TW_OK);
+	cr_assert_neq(info_of(e, id).next_due_ns, 0);
+	cr_assert_eq(tw_set_delay(e, id, TW_NEVER), TW_OK, "taken back before it came");
+	step(e, 10);
+	cr_assert_eq(atomic_load(&c.runs), 0);
+	cr_assert_eq(tw_set_delay(e, id, 5), TW_OK);
+	step(e, 5);
+	cr_assert_eq(atomic_load(&c.runs), 1);
+	/* A periodic task set to TW_NEVER waits; resume gives it now + period. */
+	struct counts p = { 0 };
+	tw_id periodic = add_counted(e, &p, 1, 3);
+	step(e, 1);
+	cr_assert_eq(tw_set_delay(e, periodic, TW_NEVER), TW_OK);
+	step(e, 30);
+	cr_assert_eq(atomic_load(&p.runs), 1);
+	cr_assert_eq(info_of(e, periodic).next_due_ns, 0);
+	cr_assert_eq(tw_pause(e, periodic), TW_OK);
+	cr_assert_eq(tw_resume(e, periodic), TW_OK);
+	step(e, 3);
+	cr_assert_eq(atomic_load(&p.runs), 2);
+	tw_id ids[2] = { periodic, id };
+	int results[2];
+	cr_assert_eq(tw_set_delay_many(e, ids, 2, TW_NEVER, results), -TW_ESTATE);
+	cr_assert_eq(results[0], TW_OK);
+	cr_assert_eq(results[1], -TW_ESTATE, "the one-shot completed");
+	step(e, 30);
+	cr_assert_eq(atomic_load(&p.runs), 2);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), 1);
+	cr_assert_eq(atomic_load(&p.releases), 1);
+	assert_no_leaks();
+}
+
+/* The order within a millisecond: the order of filing; moving a task to the millisecond it
+ * is already filed in keeps its place; one moved earlier goes behind. One executor. */
+struct order {
+	_Atomic uint64_t n;
+	tw_id seen[16];
+};
+
+static int order_callback(const tw_fire *fire, void *arg)
+{
+	struct order *o = arg;
+	uint64_t i = atomic_fetch_add(&o->n, 1);
+	if (i < 16)
+		o->seen[i] = fire->id;
+	return 0;
+}
+
+Test(no_loss, order_within_a_millisecond_is_the_order_of_filing)
+{
+	tw_engine *e = manual_engine(1);
+	struct order o = { 0 };
+	tw_task_spec spec = spec_of(5, 0, order_callback, &o);
+	tw_id a = add_spec(e, &spec), b = add_spec(e, &spec), c = add_spec(e, &spec);
+	spec.delay_ms = 9;
+	tw_id d = add_spec(e, &spec);
+	step(e, 1);
+	cr_assert_eq(tw_set_delay(e, a, 4), TW_OK, "same millisecond: keeps its place");
+	cr_assert_eq(tw_set_delay(e, d, 4), TW_OK, "moved earlier: filed behind");
+	step(e, 4);
+	cr_assert_eq(atomic_load(&o.n), 4);
+	const tw_id want[] = { a, b, c, d };
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(o.seen[i], want[i], "position %d", i);
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
+
+/* A burst of a million one-shots on one executor with the default queue (4096): every one
+ * runs; those that found the queue full waited (their lateness shows it). */
+static int count_only(const tw_fire *fire, void *arg)
+{
+	(void)fire;
+	atomic_fetch_add((_Atomic uint64_t *)arg, 1);
+	return 0;
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define BURST 200000 /* ASan makes every add several times slower */
+#else
+#define BURST 1000000
+#endif
+
+Test(no_loss, a_million_one_shots_on_one_executor_all_run, .timeout = 120)
+{
+	uint64_t n = BURST;
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = 1;
+	tw_engine *e = engine_new(&cfg);
+	_Atomic uint64_t runs = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		tw_task_spec spec = spec_of(50 + i % 200, 0, count_only, &runs);
+		tw_id id;
+		cr_assert_eq(tw_add(e, &spec, &id), TW_OK);
+	}
+	uint64_t deadline = mono_ns() + 60000 * NS_PER_MS;
+	while (atomic_load(&runs) < n && mono_ns() < deadline)
+		sleep_ms(5);
+	tw_engine_stats s = stats_of(e);
+	cr_assert_eq(atomic_load(&runs), n, "%" PRIu64 " of %" PRIu64 " ran", atomic_load(&runs),
+		     n);
+	cr_assert_eq(s.skipped_overload, 0);
+	cr_assert_eq(s.tasks_completed, n);
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
