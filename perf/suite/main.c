@@ -44,6 +44,8 @@ static const struct scenario scenarios[] = {
 	  "20 000 tasks, 100 ms to hours, a third rescheduled while running: wake-ups" },
 	{ "burst", scenario_burst,
 	  "N one-shots due within one second: how late the last one starts (with peers)" },
+	{ "oneshots-busy", scenario_oneshots_busy,
+	  "10 000 one-shots due while the one executor is busy 50 ms: how many never run" },
 	{ "idle", scenario_idle, "one 200 ms task: wake-ups per second, CPU (with peers)" },
 	{ "stall", scenario_stall,
 	  "the process stopped 2 s under periodic tasks: skips, no catch-up burst, phase kept" },
@@ -67,7 +69,7 @@ static void usage(FILE *out)
 	fprintf(out, "usage: tw-perf SCENARIO [options]\n"
 		     "       tw-perf -h | --help | --version\n\nscenarios:\n");
 	for (size_t i = 0; i < SCENARIOS; i++)
-		fprintf(out, "  %-11s %s\n", scenarios[i].name, scenarios[i].what);
+		fprintf(out, "  %-13s %s\n", scenarios[i].name, scenarios[i].what);
 	fprintf(out,
 		"\noptions (each scenario uses those that apply; one left out takes the\n"
 		"scenario's default, in perf/README.md):\n"
@@ -292,8 +294,8 @@ int main(int argc, char **argv)
 				s = &scenarios[i];
 		if (!s)
 			cli_fail(PROG,
-				 "unknown scenario '%s' (heartbeats, sessions, churn, burst, idle, "
-				 "stall, ops, icount)",
+				 "unknown scenario '%s' (heartbeats, sessions, churn, burst, "
+				 "oneshots-busy, idle, stall, ops, icount)",
 				 argv[1]);
 	}
 	struct suite_options opt = parse(argc, argv, s ? 2 : 1);

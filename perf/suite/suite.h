@@ -1,9 +1,10 @@
 /*
  * suite.h - tw-perf, the perf suite for latency regression testing: one runner
- * with a subcommand per scenario (heartbeats, sessions, churn, burst, idle,
- * stall, ops, icount). Each scenario fills a report (tools/report.h), which
- * main() prints as a table and, with --json FILE, writes with the machine's
- * facts; with --plot DIR it also draws its pictures there (tools/plot.h).
+ * with a subcommand per scenario (heartbeats, sessions, churn, burst,
+ * oneshots-busy, idle, stall, ops, icount). Each scenario fills a report
+ * (tools/report.h), which main() prints as a table and, with --json FILE,
+ * writes with the machine's facts; with --plot DIR it also draws its
+ * pictures there (tools/plot.h).
  */
 #ifndef TICKWHEEL_PERF_SUITE_H
 #define TICKWHEEL_PERF_SUITE_H
@@ -45,6 +46,7 @@ int scenario_heartbeats(const struct suite_options *opt, struct report *r);
 int scenario_sessions(const struct suite_options *opt, struct report *r);
 int scenario_churn(const struct suite_options *opt, struct report *r);
 int scenario_burst(const struct suite_options *opt, struct report *r);
+int scenario_oneshots_busy(const struct suite_options *opt, struct report *r);
 int scenario_idle(const struct suite_options *opt, struct report *r);
 int scenario_stall(const struct suite_options *opt, struct report *r);
 int scenario_ops(const struct suite_options *opt, struct report *r);
