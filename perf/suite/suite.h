@@ -1,9 +1,9 @@
 /*
  * suite.h - tw-perf, the perf suite for latency regression testing: one runner
  * with a subcommand per scenario (heartbeats, sessions, churn, burst,
- * oneshots-busy, idle, stall, ops, icount). Each scenario fills a report
- * (tools/report.h), which main() prints as a table and, with --json FILE,
- * writes with the machine's facts; with --plot DIR it also draws its
+ * oneshots-busy, blocker, idle, stall, ops, icount). Each scenario fills a
+ * report (tools/report.h), which main() prints as a table and, with --json
+ * FILE, writes with the machine's facts; with --plot DIR it also draws its
  * pictures there (tools/plot.h).
  */
 #ifndef TICKWHEEL_PERF_SUITE_H
@@ -27,6 +27,7 @@ struct suite_options {
 	double quiet;                        /* --quiet F  (fraction of sessions that go quiet) */
 	unsigned threads;                    /* --threads N  (application threads) */
 	unsigned executors;                  /* --executors N  (0: one per online CPU) */
+	uint64_t block_ms;                   /* --block 2s  (blocker: how long it blocks) */
 	const char *sizes;                   /* --sizes 1000,100000,... */
 	const char *peers;    /* --peers libev,libuv | none; NULL: every peer built in */
 	const char *json;     /* --json FILE */
@@ -47,6 +48,7 @@ int scenario_sessions(const struct suite_options *opt, struct report *r);
 int scenario_churn(const struct suite_options *opt, struct report *r);
 int scenario_burst(const struct suite_options *opt, struct report *r);
 int scenario_oneshots_busy(const struct suite_options *opt, struct report *r);
+int scenario_blocker(const struct suite_options *opt, struct report *r);
 int scenario_idle(const struct suite_options *opt, struct report *r);
 int scenario_stall(const struct suite_options *opt, struct report *r);
 int scenario_ops(const struct suite_options *opt, struct report *r);
