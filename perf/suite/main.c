@@ -48,6 +48,8 @@ static const struct scenario scenarios[] = {
 	  "10 000 one-shots due while the one executor is busy 50 ms: how many never run" },
 	{ "blocker", scenario_blocker,
 	  "20 000 heartbeats while one callback blocks B s: lateness, skips, in the block" },
+	{ "queued-behind", scenario_queued_behind,
+	  "100 serial tasks added while a callback sleeps 1.5 s: how many ran in 300 ms" },
 	{ "idle", scenario_idle, "one 200 ms task: wake-ups per second, CPU (with peers)" },
 	{ "stall", scenario_stall,
 	  "the process stopped 2 s under periodic tasks: skips, no catch-up burst, phase kept" },
@@ -303,7 +305,7 @@ int main(int argc, char **argv)
 		if (!s)
 			cli_fail(PROG,
 				 "unknown scenario '%s' (heartbeats, sessions, churn, burst, "
-				 "oneshots-busy, blocker, idle, stall, ops, icount)",
+				 "oneshots-busy, blocker, queued-behind, idle, stall, ops, icount)",
 				 argv[1]);
 	}
 	struct suite_options opt = parse(argc, argv, s ? 2 : 1);
