@@ -11,7 +11,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tw=$(realpath "${1:-$here/../build-perf/perf/suite/tw-perf}")
 out=$here/results
-scenarios=${SCENARIOS:-heartbeats burst idle sessions sessions-coarse sessions-many churn stall ops}
+scenarios=${SCENARIOS:-heartbeats burst oneshots-busy blocker queued-behind idle sessions sessions-coarse sessions-many churn stall ops}
 mkdir -p "$out"
 
 summary=()

@@ -204,8 +204,11 @@ def check_perf(tool, version, work):
                           ('--quiet', '0'), ('--quiet', '1'), ('--quiet', '1.5'),
                           ('--threads', '0'), ('--threads', '-2'), ('--executors', '-1'),
                           ('--peers', 'nosuchloop'), ('--peers', 'libuv,'), ('--peers', ''),
-                          ('--seed', '-1'), ('--seed', 'x')):
+                          ('--seed', '-1'), ('--seed', 'x'), ('--block', '0'),
+                          ('--block', 'soon'), ('--block', '0.5ms')):
         bad_value(name, tool, pre, option, value)
+    # a blocker that would outlast the run: said at once, before the wake-up floor
+    check_error(name, tool, ['blocker', '--quick', '--block', '5s'], '--block', '--seconds')
     check_error(name, tool, pre + ['--quick=yes'], "'--quick'")
     check_error(name, tool, ['nosuch'], "'nosuch'")
     check_error(name, tool, ['--seconds', '1'], 'scenario')

@@ -28,6 +28,10 @@
 static void on_fire(void *ctx, size_t timer, uint64_t start_ns, uint64_t skipped)
 {
 	struct beats *b = ctx;
+	if (timer >= b->count) {
+		b->extra->fire(b, start_ns);
+		return;
+	}
 	if (!atomic_load_explicit(&b->recording, memory_order_relaxed))
 		return;
 	struct beat *t = &b->beat[timer];
@@ -36,7 +40,7 @@ static void on_fire(void *ctx, size_t timer, uint64_t start_ns, uint64_t skipped
 	t->skipped += skipped;
 	int64_t late = (int64_t)(start_ns - (t->first_due_ns + t->k++ * t->period_ns));
 	if (t->n < t->cap) {
-		t->after_skip[t->n] = skipped > 0;
+		t->skips_before[t->n] = skipped < UINT32_MAX ? (uint32_t)skipped : UINT32_MAX;
 		t->late[t->n++] = late;
 	} else {
 		atomic_fetch_add_explicit(&b->overflow, 1, memory_order_relaxed);
@@ -51,7 +55,7 @@ static void beats_free(struct beats *b)
 	free(b->beat);
 	free(b->iv);
 	free(b->late);
-	free(b->after_skip);
+	free(b->skips_before);
 	free(b);
 }
 
@@ -77,55 +81,71 @@ static struct beats *beats_new(const struct params *p)
 		room += t->cap;
 	}
 	b->late = malloc(room * sizeof *b->late);
-	b->after_skip = malloc(room);
-	if (!b->late || !b->after_skip) {
+	b->skips_before = malloc(room * sizeof *b->skips_before);
+	if (!b->late || !b->skips_before) {
 		beats_free(b);
 		return NULL;
 	}
 	/* written now, so that no callback takes a page fault on its first record */
 	memset(b->late, 0, room * sizeof *b->late);
-	memset(b->after_skip, 0, room);
+	memset(b->skips_before, 0, room * sizeof *b->skips_before);
 	for (size_t i = 0, at = 0; i < b->count; at += b->beat[i].cap, i++) {
 		b->beat[i].late = b->late + at;
-		b->beat[i].after_skip = b->after_skip + at;
+		b->beat[i].skips_before = b->skips_before + at;
 	}
 	return b;
 }
 
-/* One loop from set-up to teardown; 0, or 2 after saying why. */
-static int run_one(const struct loop_impl *impl, const struct params *p, struct report *r,
-		   struct outcome *o)
+/* Arms the beats, their first dues after start_ns, and the extra timer if any. */
+static int arm_all(const struct loop_impl *impl, void *loop, struct beats *b, uint64_t start_ns)
+{
+	for (size_t i = 0; i < b->count; i++) {
+		struct beat *t = &b->beat[i];
+		t->first_due_ns += start_ns;
+		if (impl->arm(loop, i, t->first_due_ns, t->period_ns / NS_PER_MS))
+			return -1;
+	}
+	return b->extra ? impl->arm(loop, b->count, start_ns + b->extra->offset_ns, 0) : 0;
+}
+
+int heartbeats_run(const struct loop_impl *impl, const struct params *p, struct report *r,
+		   struct outcome *o, const struct beats_extra *extra)
 {
 	struct beats *b = beats_new(p);
 	if (!b) {
 		fprintf(stderr, "tw-perf: heartbeats: out of memory for %zu tasks\n", p->tasks);
 		return 2;
 	}
-	void *loop = impl->create(p->tasks, on_fire, b, p->opt);
+	b->extra = extra;
+	void *loop = impl->create(p->tasks + (extra != NULL), on_fire, b, p->opt);
 	if (!loop) {
 		beats_free(b);
 		return 2;
 	}
+	b->impl = impl;
+	b->loop = loop;
 	/* room to arm every timer before the first due */
 	uint64_t start = ceil_ms_ns(monotonic_now_ns()) + (50 + p->tasks / 200) * NS_PER_MS;
+	b->start_ns = start;
+	b->end_ns = start + (uint64_t)(p->seconds * 1e9);
 	atomic_store(&b->recording, true);
-	for (size_t i = 0; i < p->tasks; i++) {
-		struct beat *t = &b->beat[i];
-		t->first_due_ns += start;
-		if (impl->arm(loop, i, t->first_due_ns, t->period_ns / NS_PER_MS)) {
-			impl->destroy(loop);
-			beats_free(b);
-			return 2;
-		}
+	if (arm_all(impl, loop, b, start)) {
+		impl->destroy(loop);
+		beats_free(b);
+		return 2;
 	}
 	uint64_t armed = monotonic_now_ns(), w0 = impl->wakeups(loop);
 	double cpu0 = process_cpu_seconds();
-	impl->run_until(loop, start + (uint64_t)(p->seconds * 1e9));
-	atomic_store(&b->recording, false);
+	impl->run_until(loop, b->end_ns);
 	double cpu = process_cpu_seconds() - cpu0;
 	double wall = (double)(monotonic_now_ns() - armed) / 1e9;
 	uint64_t wakeups = impl->wakeups(loop) - w0;
+	if (extra && extra->ended)
+		extra->ended(b);
+	atomic_store(&b->recording, false);
 	impl->destroy(loop); /* no run after this: the records are final */
+	if (extra && extra->records)
+		extra->records(b);
 
 	o->impl = impl->name;
 	if (armed > start)
@@ -141,11 +161,12 @@ static int run_one(const struct loop_impl *impl, const struct params *p, struct 
 	return 0;
 }
 
-int scenario_heartbeats(const struct suite_options *opt, struct report *r)
+struct params heartbeats_params(const struct suite_options *opt, size_t quick_tasks,
+				struct report *r)
 {
 	struct params p = { .opt = opt,
 			    .tasks = opt->tasks ? opt->tasks :
-				     opt->quick ? 2000 :
+				     opt->quick ? quick_tasks :
 						  20000,
 			    .seconds = opt->seconds > 0 ? opt->seconds :
 				       opt->quick       ? 3 :
@@ -158,7 +179,12 @@ int scenario_heartbeats(const struct suite_options *opt, struct report *r)
 	report_param(r, "period_hi_ms", (double)p.hi_ms);
 	report_param(r, "seed", (double)opt->seed);
 	report_param(r, "executors", opt->executors);
+	return p;
+}
 
+int scenario_heartbeats(const struct suite_options *opt, struct report *r)
+{
+	struct params p = heartbeats_params(opt, 2000, r);
 	const struct loop_impl *impls[4];
 	size_t n = loops_wanted(opt, impls);
 	struct outcome *o = calloc(n, sizeof *o);
@@ -169,7 +195,7 @@ int scenario_heartbeats(const struct suite_options *opt, struct report *r)
 	struct wake_floor floor;
 	bool floor_measured = heartbeats_measure_floor(&p, r, &floor);
 	for (size_t k = 0; k < n; k++) {
-		int rc = run_one(impls[k], &p, r, &o[k]);
+		int rc = heartbeats_run(impls[k], &p, r, &o[k], NULL);
 		if (rc) {
 			free(o);
 			return rc;

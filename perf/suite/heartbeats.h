@@ -1,11 +1,13 @@
 /*
  * heartbeats.h - what the two files of `tw-perf heartbeats` share: each
  * timer's records (heartbeats.c runs the loops and fills them) and the
- * figures and pictures made of them (heartbeats_report.c).
+ * figures and pictures made of them (heartbeats_report.c); `tw-perf blocker`
+ * (blocker.c) runs the same beats with one more timer beside them.
  */
 #ifndef TICKWHEEL_PERF_SUITE_HEARTBEATS_H
 #define TICKWHEEL_PERF_SUITE_HEARTBEATS_H
 
+#include "loops.h"
 #include "measure.h"
 #include "report.h"
 #include "suite.h"
@@ -27,19 +29,44 @@ struct beat {
 	uint64_t first_due_ns, period_ns;
 	uint64_t k; /* runs and skips so far: the next run stands for due number k */
 	uint64_t skipped;
-	int64_t *late;       /* lateness of each run, ns */
-	uint8_t *after_skip; /* the run followed skipped firings: no interval */
+	int64_t *late; /* lateness of each run, ns */
+	/* firings skipped just before each run (saturating); after one, no interval */
+	uint32_t *skips_before;
 	size_t cap, n;
+};
+
+struct beats;
+
+/* One more timer on the beats' loop, for a scenario built on heartbeats
+ * (tw-perf blocker): a one-shot due offset_ns after the beats' start. */
+struct beats_extra {
+	uint64_t offset_ns;
+	/* Its run, on the loop's thread or an executor. */
+	void (*fire)(struct beats *b, uint64_t start_ns);
+	/* The timed window is over (its CPU and wake-ups read), the loop still
+	 * there and its runs still recorded: the hook may read its counts, and
+	 * run it on (run_until) so that firings due in the window still start. */
+	void (*ended)(struct beats *b);
+	/* The loop is gone, the records final; called before the beats' own
+	 * figures are made, which reuse the records' room (the hook may drop
+	 * each beat's last runs: lower beat[i].n). */
+	void (*records)(struct beats *b);
+	void *ctx;
 };
 
 struct beats {
 	struct beat *beat;
 	struct intervals *iv; /* apart from beat[]: intervals_pool() wants an array */
 	int64_t *late;        /* every beat's slots */
-	uint8_t *after_skip;
+	uint32_t *skips_before;
 	size_t count;
 	atomic_bool recording;
 	_Atomic uint64_t overflow;
+	/* set by heartbeats_run() before the first timer is armed */
+	const struct loop_impl *impl;
+	void *loop;
+	uint64_t start_ns, end_ns; /* the first dues come after start; the timed window ends */
+	const struct beats_extra *extra;
 };
 
 struct params {
@@ -58,6 +85,14 @@ struct outcome {
 	double dev_y[DEV_BINS + 2]; /* [0]: below the range, [DEV_BINS + 1]: above */
 };
 
+/* The scenario's sizes from opt (under --quick, quick_tasks tasks), recorded
+ * as the report's parameters. */
+struct params heartbeats_params(const struct suite_options *opt, size_t quick_tasks,
+				struct report *r);
+/* One loop's run from set-up to teardown, its figures into r and o; extra may
+ * be NULL. 0, or 2 after saying why. */
+int heartbeats_run(const struct loop_impl *impl, const struct params *p, struct report *r,
+		   struct outcome *o, const struct beats_extra *extra);
 /* The figures of one loop's run (o->impl set), cpu seconds over its timed
  * window; afterwards the beats' slots hold scratch. */
 void heartbeats_report_run(struct report *r, struct outcome *o, struct beats *b, double cpu);

@@ -44,7 +44,7 @@ static void report_intervals(struct report *r, struct outcome *o, struct beats *
 	for (size_t i = 0; i < b->count; i++) {
 		const struct beat *t = &b->beat[i];
 		for (size_t j = 1; j < t->n; j++) {
-			if (t->after_skip[j])
+			if (t->skips_before[j])
 				continue;
 			int64_t deviation = t->late[j] - t->late[j - 1];
 			double bin = floor((double)deviation / 1e3 / DEV_BIN_US) + DEV_BINS / 2 + 1;

@@ -113,13 +113,14 @@ static uint64_t tw_loop_wakeups(void *loop)
 	return tw_stats(l->engine, &s) ? 0 : s.wheel_wakeups;
 }
 
-static uint64_t tw_loop_skipped(void *loop)
+static void tw_loop_skips(void *loop, struct loop_skips *out)
 {
 	struct tw_loop *l = loop;
 	tw_engine_stats s;
-	if (tw_stats(l->engine, &s))
-		return 0;
-	return s.skipped_overlap + s.skipped_overload + s.skipped_missed;
+	*out = (struct loop_skips){ 0 };
+	if (tw_stats(l->engine, &s) == TW_OK)
+		*out = (struct loop_skips){ s.skipped_overlap, s.skipped_overload,
+					    s.skipped_missed };
 }
 
 static void tw_loop_destroy(void *loop)
@@ -140,6 +141,6 @@ const struct loop_impl tickwheel_loop = {
 	.arm = tw_loop_arm,
 	.run_until = tw_loop_run_until,
 	.wakeups = tw_loop_wakeups,
-	.skipped = tw_loop_skipped,
+	.skips = tw_loop_skips,
 	.destroy = tw_loop_destroy,
 };

@@ -18,6 +18,18 @@
  * twice at once for one timer. */
 typedef void (*loop_fire_fn)(void *ctx, size_t timer, uint64_t start_ns, uint64_t skipped);
 
+/* Due firings a loop skipped rather than run late, by tickwheel's reasons: the
+ * task's previous run was still going, the executor's queue was full, the loop
+ * fell behind by whole periods (or the firing was dropped unstarted). */
+struct loop_skips {
+	uint64_t overlap, overload, missed;
+};
+
+static inline uint64_t loop_skips_total(const struct loop_skips *s)
+{
+	return s->overlap + s->overload + s->missed;
+}
+
 struct loop_impl {
 	const char *name;
 	/* One line: what this loop does differently from tickwheel. */
@@ -32,8 +44,9 @@ struct loop_impl {
 	void (*run_until)(void *loop, uint64_t deadline_ns);
 	/* Times the loop woke up to fire timers so far (tickwheel: wheel wake-ups). */
 	uint64_t (*wakeups)(void *loop);
-	/* Due firings it skipped so far rather than run late; NULL: it never skips. */
-	uint64_t (*skipped)(void *loop);
+	/* Due firings it skipped so far rather than run late; NULL: it never skips.
+	 * Any thread may ask, a callback of the loop's included. */
+	void (*skips)(void *loop, struct loop_skips *out);
 	/* Stops every timer and frees the loop. */
 	void (*destroy)(void *loop);
 };

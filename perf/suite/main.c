@@ -4,7 +4,7 @@
  * --json.
  *
  *   tw-perf SCENARIO [--tasks N] [--seconds S] [--period 100-500ms] [--sessions N] [--rate R]
- *                    [--timeout 30s] [--quiet F] [--threads N] [--executors N]
+ *                    [--timeout 30s] [--quiet F] [--threads N] [--executors N] [--block 2s]
  *                    [--sizes 1000,100000] [--peers libev,libuv | none] [--seed S] [--quick]
  *                    [--coarse-clock] [--reset-many] [--json FILE] [--plot DIR]
  *   tw-perf -h | --help | --version
@@ -44,6 +44,12 @@ static const struct scenario scenarios[] = {
 	  "20 000 tasks, 100 ms to hours, a third rescheduled while running: wake-ups" },
 	{ "burst", scenario_burst,
 	  "N one-shots due within one second: how late the last one starts (with peers)" },
+	{ "oneshots-busy", scenario_oneshots_busy,
+	  "10 000 one-shots due while the one executor is busy 50 ms: how many never run" },
+	{ "blocker", scenario_blocker,
+	  "20 000 heartbeats while one callback blocks B s: lateness, skips, in the block" },
+	{ "queued-behind", scenario_queued_behind,
+	  "100 serial tasks added while a callback sleeps 1.5 s: how many ran in 300 ms" },
 	{ "idle", scenario_idle, "one 200 ms task: wake-ups per second, CPU (with peers)" },
 	{ "stall", scenario_stall,
 	  "the process stopped 2 s under periodic tasks: skips, no catch-up burst, phase kept" },
@@ -67,7 +73,7 @@ static void usage(FILE *out)
 	fprintf(out, "usage: tw-perf SCENARIO [options]\n"
 		     "       tw-perf -h | --help | --version\n\nscenarios:\n");
 	for (size_t i = 0; i < SCENARIOS; i++)
-		fprintf(out, "  %-11s %s\n", scenarios[i].name, scenarios[i].what);
+		fprintf(out, "  %-13s %s\n", scenarios[i].name, scenarios[i].what);
 	fprintf(out,
 		"\noptions (each scenario uses those that apply; one left out takes the\n"
 		"scenario's default, in perf/README.md):\n"
@@ -80,6 +86,7 @@ static void usage(FILE *out)
 		"  --quiet F           the fraction of sessions that go quiet, in (0, 1)\n"
 		"  --threads N         application threads, 1 .. %d\n"
 		"  --executors N       executor threads, 0 .. %d; 0 = one per online CPU\n"
+		"  --block B           blocker: how long the callback blocks, whole ms from 1ms: 2s\n"
 		"  --sizes N,N,...     ops: the numbers of timers, 1000,100000\n"
 		"  --peers P,P | none  the peers to run beside tickwheel (default: all built)\n"
 		"  --seed S            the random draws, a whole number\n"
@@ -144,6 +151,7 @@ enum {
 	OPT_QUIET,
 	OPT_THREADS,
 	OPT_EXECUTORS,
+	OPT_BLOCK,
 	OPT_SIZES,
 	OPT_PEERS,
 	OPT_JSON,
@@ -164,6 +172,7 @@ static const struct cli_option option_table[] = {
 	{ "--quiet", OPT_QUIET, true },
 	{ "--threads", OPT_THREADS, true },
 	{ "--executors", OPT_EXECUTORS, true },
+	{ "--block", OPT_BLOCK, true },
 	{ "--sizes", OPT_SIZES, true },
 	{ "--peers", OPT_PEERS, true },
 	{ "--json", OPT_JSON, true },
@@ -217,6 +226,9 @@ static struct suite_options parse(int argc, char **argv, int first)
 			break;
 		case OPT_EXECUTORS:
 			o.executors = (unsigned)cli_count(PROG, opt, v, 0, MAX_THREADS);
+			break;
+		case OPT_BLOCK:
+			o.block_ms = cli_ms(PROG, opt, v, 1, TW_MAX_DELAY_MS);
 			break;
 		case OPT_SIZES:
 			o.sizes = v; /* checked by ops, the one scenario that reads it */
@@ -292,8 +304,8 @@ int main(int argc, char **argv)
 				s = &scenarios[i];
 		if (!s)
 			cli_fail(PROG,
-				 "unknown scenario '%s' (heartbeats, sessions, churn, burst, idle, "
-				 "stall, ops, icount)",
+				 "unknown scenario '%s' (heartbeats, sessions, churn, burst, "
+				 "oneshots-busy, blocker, queued-behind, idle, stall, ops, icount)",
 				 argv[1]);
 	}
 	struct suite_options opt = parse(argc, argv, s ? 2 : 1);

@@ -108,15 +108,6 @@ struct tally {
 	struct su_samples late_us;
 };
 
-/* Dues d0 + k p (k >= 0) in (a, b]. */
-static uint64_t dues_in(uint64_t d0, uint64_t p, uint64_t a, uint64_t b)
-{
-	if (b <= a || b < d0)
-		return 0;
-	uint64_t first = a < d0 ? 0 : (a - d0) / p + 1, last = (b - d0) / p;
-	return last >= first ? last - first + 1 : 0;
-}
-
 /* The runs after SIGCONT: catch-up (for a due already past), held over, or on time. */
 static uint64_t tally_resume(struct tally *y, const struct task *t, size_t k, uint64_t cont)
 {
@@ -163,12 +154,12 @@ static void tally_task(struct tally *y, const struct task *t, uint64_t stop, uin
 	y->not_resumed += k == t->n;
 	uint64_t catchup = tally_resume(y, t, k, cont);
 	y->burst_max = catchup > y->burst_max ? catchup : y->burst_max;
-	uint64_t inside = dues_in(d0, p, stop, cont);
+	uint64_t inside = su_dues_in(d0, p, stop, cont);
 	y->in_stop += inside ? inside - 1 : 0;
 	/* Due firings are runs plus skips. */
-	uint64_t dues = dues_in(d0, p, d0 - 1, end);
+	uint64_t dues = su_dues_in(d0, p, d0 - 1, end);
 	uint64_t expected = dues > runs_by_end ? dues - runs_by_end : 0;
-	uint64_t tolerance = dues_in(d0, p, end - 2 * MS, end);
+	uint64_t tolerance = su_dues_in(d0, p, end - 2 * MS, end);
 	uint64_t diff = t->skips > expected ? t->skips - expected : expected - t->skips;
 	y->expected += expected;
 	y->tolerated += diff < tolerance ? diff : tolerance;

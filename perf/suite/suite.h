@@ -1,9 +1,10 @@
 /*
  * suite.h - tw-perf, the perf suite for latency regression testing: one runner
- * with a subcommand per scenario (heartbeats, sessions, churn, burst, idle,
- * stall, ops, icount). Each scenario fills a report (tools/report.h), which
- * main() prints as a table and, with --json FILE, writes with the machine's
- * facts; with --plot DIR it also draws its pictures there (tools/plot.h).
+ * with a subcommand per scenario (heartbeats, sessions, churn, burst,
+ * oneshots-busy, blocker, queued-behind, idle, stall, ops, icount). Each
+ * scenario fills a report (tools/report.h), which main() prints as a table
+ * and, with --json FILE, writes with the machine's facts; with --plot DIR it
+ * also draws its pictures there (tools/plot.h).
  */
 #ifndef TICKWHEEL_PERF_SUITE_H
 #define TICKWHEEL_PERF_SUITE_H
@@ -26,6 +27,7 @@ struct suite_options {
 	double quiet;                        /* --quiet F  (fraction of sessions that go quiet) */
 	unsigned threads;                    /* --threads N  (application threads) */
 	unsigned executors;                  /* --executors N  (0: one per online CPU) */
+	uint64_t block_ms;                   /* --block 2s  (blocker: how long it blocks) */
 	const char *sizes;                   /* --sizes 1000,100000,... */
 	const char *peers;    /* --peers libev,libuv | none; NULL: every peer built in */
 	const char *json;     /* --json FILE */
@@ -45,6 +47,9 @@ int scenario_heartbeats(const struct suite_options *opt, struct report *r);
 int scenario_sessions(const struct suite_options *opt, struct report *r);
 int scenario_churn(const struct suite_options *opt, struct report *r);
 int scenario_burst(const struct suite_options *opt, struct report *r);
+int scenario_oneshots_busy(const struct suite_options *opt, struct report *r);
+int scenario_blocker(const struct suite_options *opt, struct report *r);
+int scenario_queued_behind(const struct suite_options *opt, struct report *r);
 int scenario_idle(const struct suite_options *opt, struct report *r);
 int scenario_stall(const struct suite_options *opt, struct report *r);
 int scenario_ops(const struct suite_options *opt, struct report *r);

@@ -27,6 +27,14 @@ double su_uniform(uint64_t *state)
 	return (double)(su_rand(state) >> 11) * 0x1.0p-53;
 }
 
+uint64_t su_dues_in(uint64_t d0, uint64_t p, uint64_t a, uint64_t b)
+{
+	if (b <= a || b < d0)
+		return 0;
+	uint64_t first = a < d0 ? 0 : (a - d0) / p + 1, last = (b - d0) / p;
+	return last >= first ? last - first + 1 : 0;
+}
+
 uint32_t *su_permutation(size_t n, uint64_t *state)
 {
 	uint32_t *p = malloc((n ? n : 1) * sizeof *p);

@@ -1,8 +1,8 @@
 /*
  * suite_util.h - small things the scenarios share: a seeded random generator
  * (splitmix64: the same seed, the same run), growable sample arrays with
- * quantiles, and the CPU time of one thread of the process found by its
- * thread id.
+ * quantiles, the dues of a period within a window, and the CPU time of one
+ * thread of the process found by its thread id.
  */
 #ifndef TICKWHEEL_PERF_SUITE_UTIL_H
 #define TICKWHEEL_PERF_SUITE_UTIL_H
@@ -15,6 +15,8 @@
 uint64_t su_rand(uint64_t *state);
 uint64_t su_below(uint64_t *state, uint64_t n); /* 0 .. n-1; n > 0 */
 double su_uniform(uint64_t *state);             /* [0, 1) */
+/* How many of the dues d0 + k x p (k >= 0; p > 0) fall in (a, b]. */
+uint64_t su_dues_in(uint64_t d0, uint64_t p, uint64_t a, uint64_t b);
 /* A random permutation of 0 .. n-1 (malloc'd; NULL: out of memory). */
 uint32_t *su_permutation(size_t n, uint64_t *state);
 
