@@ -79,20 +79,24 @@ static bool pop(struct executor *x, struct firing *f)
 	return true;
 }
 
-/* x's own ring is empty: takes a firing held up behind another executor's run. */
+/* x's own ring is empty and the watch asked for help: takes a firing held up behind another
+ * executor's run. Without a request it does not look: reading the others' rings each time
+ * it runs dry would move their lines for nothing on the usual round. */
 static bool take_held(struct executor *x, struct firing *f)
 {
+	if (!atomic_exchange_explicit(&x->help, false, memory_order_acq_rel))
+		return false;
 	struct tw_engine *e = x->engine;
 	unsigned running = executors_running(e);
-	uint64_t now = 0;
+	uint64_t now = monotonic_ns();
 	for (unsigned i = 0; i < running; i++) {
 		struct executor *v = &e->executors[i];
-		if (v == x || !tw__executor_queued(v))
-			continue;
-		if (!now)
-			now = monotonic_ns();
-		if (executor_held(v, now) && tw__executor_take(v, f))
+		if (v != x && tw__executor_queued(v) && executor_held(v, now) &&
+		    tw__executor_take(v, f)) {
+			/* More may be held up there: look again once this one ran. */
+			atomic_store_explicit(&x->help, true, memory_order_relaxed);
 			return true;
+		}
 	}
 	return false;
 }

@@ -470,6 +470,7 @@ struct executor {
 	_Atomic uint32_t signal __attribute__((aligned(64))); /* futex word */
 	_Atomic bool sleeping;
 	_Atomic bool quit;
+	_Atomic bool help; /* the watch saw firings held up: look at the others' rings */
 	struct cds_wfcq_head releases_head; /* tasks whose release to call */
 	struct cds_wfcq_tail releases_tail;
 };

@@ -104,6 +104,9 @@ static int grow(struct task_table *t)
 		for (size_t i = 0; i < chunks; i++)
 			atomic_init(&bigger->chunk[i], atomic_load(&d->chunk[i]));
 		atomic_init(&bigger->chunks, chunks);
+		/* rcu_assign_pointer orders the stores above before the publication, in
+		 * liburcu's inline assembly, which TSan cannot see: say so. */
+		HANDOVER_RELEASE(bigger);
 		rcu_assign_pointer(t->dir, bigger);
 		urcu_memb_synchronize_rcu();
 		after_grace_period();
@@ -163,6 +166,7 @@ void tw__table_give_back(struct task_table *t, struct tw_task *task)
 struct tw_task *tw__table_slot(struct task_table *t, tw_id id)
 {
 	struct task_dir *d = rcu_dereference(t->dir);
+	HANDOVER_ACQUIRE(d); /* pairs with grow's release of a new directory */
 	uint32_t index = id_index(id);
 	if (!id ||
 	    (index >> TABLE_CHUNK_BITS) >= atomic_load_explicit(&d->chunks, memory_order_acquire) ||
@@ -187,6 +191,7 @@ void tw__table_for_each(struct task_table *t, void (*fn)(struct tw_task *, void 
 	for (size_t i = 0;; i++) {
 		read_section_begin();
 		struct task_dir *d = rcu_dereference(t->dir);
+		HANDOVER_ACQUIRE(d);
 		struct tw_task *chunk = NULL;
 		if (i < atomic_load_explicit(&d->chunks, memory_order_acquire))
 			chunk = atomic_load_explicit(&d->chunk[i], memory_order_acquire);

@@ -105,9 +105,13 @@ void tw__watch_executors(struct tw_engine *e)
 		}
 	}
 	if (held_up) {
-		for (unsigned i = 0; i < running; i++)
-			if (!executor_held(&e->executors[i], now))
-				tw__executor_wake(&e->executors[i]);
+		for (unsigned i = 0; i < running; i++) {
+			struct executor *x = &e->executors[i];
+			if (executor_held(x, now))
+				continue;
+			atomic_store_explicit(&x->help, true, memory_order_release);
+			tw__executor_wake(x);
+		}
 		earliest(&next, now + HOLD_NS);
 	}
 	if (all_stuck && (held_up || e->ready_head) && tw__executor_start_spare(e)) {

@@ -383,7 +383,8 @@ Test(wheel, next_expiry_of_a_single_entry_is_its_due_tick)
 	const uint64_t stops[] = { 12346, 20000, 12345 + 65536, 12345 + 69999 };
 	for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++) {
 		expect_no_expiry(&w, stops[i]);
-		cr_assert_eq(tw__wheel_next_expiry(&w), 12345 + 70000, "at tick %" PRIu64, stops[i]);
+		cr_assert_eq(tw__wheel_next_expiry(&w), 12345 + 70000, "at tick %" PRIu64,
+			     stops[i]);
 	}
 
 	/* back to one entry after removing the earlier of two */

@@ -28,7 +28,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 PACKAGES=(meson ninja-build pkg-config gcc clang liburcu-dev libjemalloc-dev libcriterion-dev
-	libuv1-dev libevent-dev libev-dev valgrind gnuplot-nox abigail-tools clang-tidy)
+	libuv1-dev libevent-dev libev-dev valgrind gnuplot-nox abigail-tools clang-tidy clang-format)
 
 log() { printf 'run.sh: %s\n' "$*" >&2; }
 die() { printf 'run.sh: error: %s\n' "$*" >&2; exit 1; }
@@ -271,8 +271,17 @@ PY
 	# generated" lines that count the system headers' warnings it does not show.
 	run-clang-tidy -p "$db" -j 2 -quiet </dev/null 2>&1 |
 		sed -r -e 's/\x1b\[[0-9;]*m//g' -e '/^[0-9]+ warnings? generated\.$/d' || rc=$?
+	# The style (.clang-format) over every C file the repository holds.
+	local unformatted
+	unformatted=$(git ls-files '*.c' '*.h' '*.h.in' | xargs clang-format --dry-run --Werror 2>&1 |
+		grep -oE '^[^:]+\.(c|h|h\.in):' | sort -u | tr -d ':' || true)
+	if [ -n "$unformatted" ]; then
+		echo "FAIL: not formatted by clang-format (clang-format -i FILE):" $unformatted
+		rc=1
+	fi
 	log "lint took $((SECONDS - start)) s"
-	echo "lint (clang-tidy over wheel/ and core/, with the headers of api/, core/, wheel/):"
+	echo "lint (clang-tidy over wheel/ and core/, with the headers of api/, core/, wheel/;"
+	echo "clang-format --dry-run over every C file):"
 	if [ "$rc" -eq 0 ]; then
 		echo "tests: 1 passed, 0 failed"
 	else

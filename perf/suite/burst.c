@@ -256,8 +256,8 @@ int scenario_burst(const struct suite_options *opt, struct report *r)
 	report_target(r, "runs", ">=", (double)n);
 	report_note(r,
 		    "dues on whole ms within %d ms, from 1 s + 2 us per timer after the loop was "
-		    "created; tickwheel skips a firing it cannot run rather than queue it, so "
-		    "such a timer never runs (oneshots_never_run = adds - runs); CPU from "
+		    "created; a one-shot that finds the executors' queues full waits and runs "
+		    "late, so oneshots_never_run = adds - runs must be 0; CPU from "
 		    "getrusage, all threads, from the loop's start until every timer ran or "
 		    "was skipped",
 		    SPREAD_MS);

@@ -11,15 +11,15 @@
 
 static int own_calls;
 
-#define OWN(name)                                                                                  \
-	int name(void);                                                                            \
-	int name(void)                                                                             \
-	{                                                                                          \
-		if (!own_calls) {                                                                  \
-			fprintf(stderr, "clash: the library called the program's " #name "\n");  \
-			abort();                                                                   \
-		}                                                                                  \
-		return 1;                                                                          \
+#define OWN(name)                                                                               \
+	int name(void);                                                                         \
+	int name(void)                                                                          \
+	{                                                                                       \
+		if (!own_calls) {                                                               \
+			fprintf(stderr, "clash: the library called the program's " #name "\n"); \
+			abort();                                                                \
+		}                                                                               \
+		return 1;                                                                       \
 	}
 
 OWN(table_init)
@@ -50,13 +50,13 @@ static int fired(const tw_fire *fire, void *arg)
 	return 0;
 }
 
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		int rc_ = (call);                                                                  \
-		if (rc_) {                                                                         \
-			fprintf(stderr, "clash: %s: %s\n", #call, tw_strerror(rc_));              \
-			return 1;                                                                  \
-		}                                                                                  \
+#define CHECK(call)                                                                  \
+	do {                                                                         \
+		int rc_ = (call);                                                    \
+		if (rc_) {                                                           \
+			fprintf(stderr, "clash: %s: %s\n", #call, tw_strerror(rc_)); \
+			return 1;                                                    \
+		}                                                                    \
 	} while (0)
 
 int main(void)
@@ -68,7 +68,7 @@ int main(void)
 	tw_engine *e;
 	CHECK(tw_engine_create(&cfg, &e));
 	int runs = 0;
-	tw_task_spec spec = {.delay_ms = 5, .period_ms = 10, .callback = fired, .arg = &runs};
+	tw_task_spec spec = { .delay_ms = 5, .period_ms = 10, .callback = fired, .arg = &runs };
 	tw_id id;
 	CHECK(tw_add(e, &spec, &id));
 	for (int ms = 0; ms < 25; ms++) {

@@ -35,10 +35,10 @@ static void count_release(void *arg)
 }
 
 /* A struct with room for fields a newer header would have, and guard bytes. */
-#define GROWN(type)                                                                                \
-	struct {                                                                                   \
-		type known;                                                                        \
-		unsigned char newer[16];                                                           \
+#define GROWN(type)                      \
+	struct {                         \
+		type known;              \
+		unsigned char newer[16]; \
 	}
 
 Test(abi, config_init_writes_only_the_callers_size)
@@ -99,8 +99,9 @@ Test(abi, task_spec_of_another_size)
 	int released = 0;
 	GROWN(tw_task_spec) spec;
 	memset(&spec, 0, sizeof spec);
-	spec.known = (tw_task_spec){.delay_ms = 1, .callback = nothing, .arg = &released,
-				    .release = count_release};
+	spec.known = (tw_task_spec){
+		.delay_ms = 1, .callback = nothing, .arg = &released, .release = count_release
+	};
 	tw_id id;
 	cr_assert_eq(tw_add_sized(e, &spec.known, sizeof spec, &id), TW_OK);
 	spec.newer[0] = 1;
@@ -126,7 +127,7 @@ Test(abi, info_and_stats_filled_to_the_callers_size)
 	c.executors = 1;
 	tw_engine *e;
 	cr_assert_eq(tw_engine_create(&c, &e), TW_OK);
-	tw_task_spec spec = {.delay_ms = 3, .period_ms = 5, .callback = nothing};
+	tw_task_spec spec = { .delay_ms = 3, .period_ms = 5, .callback = nothing };
 	tw_id id;
 	cr_assert_eq(tw_add(e, &spec, &id), TW_OK);
 	cr_assert_eq(tw_advance(e, 3), TW_OK);

@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 	cfg.executors = 1;
 	tw_engine *e;
 	int count = 0;
-	tw_task_spec spec = {.delay_ms = 2, .callback = ran, .arg = &count, .release = released};
+	tw_task_spec spec = { .delay_ms = 2, .callback = ran, .arg = &count, .release = released };
 	tw_id id;
 	if (tw.engine_create_sized(&cfg, sizeof cfg, &e) ||
 	    tw.add_sized(e, &spec, sizeof spec, &id) || tw.advance(e, 1) || tw.quiesce(e) ||

@@ -9,8 +9,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdbool.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/timerfd.h>
@@ -65,7 +65,7 @@ int main(void)
 	tw_engine *e;
 	if (tw_engine_create(&cfg, &e))
 		return 1;
-	tw_task_spec spec = {.delay_ms = 10, .period_ms = 10, .callback = ran};
+	tw_task_spec spec = { .delay_ms = 10, .period_ms = 10, .callback = ran };
 	tw_id id;
 	if (tw_add(e, &spec, &id))
 		return 1;

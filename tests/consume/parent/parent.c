@@ -17,7 +17,7 @@ int main(void)
 	cfg.manual_clock = true;
 	tw_engine *e;
 	int runs = 0;
-	tw_task_spec spec = {.delay_ms = 1, .period_ms = 1, .callback = ran, .arg = &runs};
+	tw_task_spec spec = { .delay_ms = 1, .period_ms = 1, .callback = ran, .arg = &runs };
 	tw_id id;
 	if (tw_engine_create(&cfg, &e) || tw_add(e, &spec, &id))
 		return 1;
