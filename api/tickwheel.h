@@ -92,8 +92,8 @@
  * the parent's copy, and goes with exec or exit). A child creates its own
  * engine.
  *
- * After a stop, tw_stats and tw_quiesce still answer; every other call then
- * answers -TW_ESHUTDOWN, except tw_engine_destroy.
+ * After a stop, tw_get, tw_stats and tw_quiesce still answer; every other
+ * call then answers -TW_ESHUTDOWN, except tw_engine_destroy.
  */
 #ifndef TICKWHEEL_H
 #define TICKWHEEL_H
@@ -142,6 +142,7 @@ enum {
 	TW_ETIMEDOUT, /* tw_engine_stop: runs were still going at the drain limit */
 	TW_ECALLBACK, /* not allowed inside a callback (tw_quiesce: it would wait for itself) */
 	TW_EFORKED,   /* the engine was created by the parent of this forked process */
+	TW_ERESOURCE, /* the system refused a thread or a file descriptor */
 };
 
 typedef enum { TW_WAITING, TW_RUNNING, TW_PAUSED, TW_COMPLETED, TW_STOPPED } tw_state;
@@ -267,102 +268,261 @@ TW_API int tw_add_sized(tw_engine *e, const tw_task_spec *spec, size_t size, tw_
 TW_API int tw_get_sized(tw_engine *e, tw_id id, tw_task_info *out, size_t size);
 TW_API int tw_stats_sized(tw_engine *e, tw_engine_stats *out, size_t size);
 
-/* The library's version, "MAJOR.MINOR.PATCH"; a static string. */
+/*
+ * Each function below says what it does, every code it returns, where it may
+ * be called, whether and how long it blocks, and what it costs. "Any thread"
+ * includes callbacks unless said otherwise. An engine pointer must be one
+ * that tw_engine_create returned and tw_engine_destroy has not freed; every
+ * function that takes one answers -TW_EINVAL for NULL, and -TW_EFORKED in a
+ * forked child. No function keeps a pointer it was given past its return,
+ * except tw_task_spec's arg (handed to the callback and to release).
+ */
+
+/**
+ * tw_version() - the library's version, "MAJOR.MINOR.PATCH".
+ *
+ * Return: a static string (compare with TW_VERSION_STRING to see whether the
+ * program runs with the library it was built with). Any thread; O(1).
+ */
 TW_API const char *tw_version(void);
 
-/* Sets every field to its default (the values documented in tw_config). */
+/**
+ * tw_config_init() - sets every field of @cfg to its default.
+ *
+ * The defaults are the values documented beside each field of tw_config.
+ * NULL: nothing. Any thread; O(1).
+ */
 static inline void tw_config_init(tw_config *cfg)
 {
 	tw_config_init_sized(cfg, sizeof *cfg);
 }
 
-/* cfg may be NULL: the defaults. */
+/**
+ * tw_engine_create() - creates an engine and starts its threads.
+ * @cfg: the configuration (NULL: the defaults); copied, not kept.
+ * @out: receives the engine; NULL on failure.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL @out or a configuration outside its
+ * limits (executors or spare_executors above TW_MAX_EXECUTORS; a longer
+ * struct whose unknown bytes are not zero); -TW_ENOMEM when memory runs out;
+ * -TW_ERESOURCE when the system refuses a thread or a file descriptor.
+ * Any thread. Blocks while it starts 1 + executors threads; cost O(executors).
+ */
 static inline int tw_engine_create(const tw_config *cfg, tw_engine **out)
 {
 	return tw_engine_create_sized(cfg, sizeof *cfg, out);
 }
 
-/*
- * Stops firing, refuses new operations, releases at once every task with no
+/**
+ * tw_engine_stop() - stops firing and ends every task.
+ * @drain_timeout_ms: how long to wait for the runs in progress.
+ *
+ * Refuses new operations (-TW_ESHUTDOWN), releases at once every task with no
  * run going (a firing queued but not started counts as none: it is dropped,
- * counted as missed), then waits up to drain_timeout_ms for the runs in
- * progress; each of those tasks is released when its run returns.
- * -TW_ETIMEDOUT if runs were still going at the limit; -TW_ESHUTDOWN if the
- * engine was stopped before. From a callback it waits for the other runs only.
+ * counted as missed), then waits up to @drain_timeout_ms for the runs in
+ * progress; each of those tasks is released when its run returns. Releases
+ * are called in the calling thread or on an executor.
+ *
+ * Return: TW_OK when no run was left; -TW_ETIMEDOUT if runs were still going
+ * at the limit (they finish and are released later); -TW_ESHUTDOWN if the
+ * engine was stopped before. Any thread; from a callback it waits for the
+ * other runs only. Blocks: joins the wheel thread, then at most
+ * @drain_timeout_ms. Cost O(tasks).
  */
 TW_API int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms);
-/*
- * Stops the engine if needed, waits for every run still going, frees all.
+
+/**
+ * tw_engine_destroy() - stops the engine if needed, waits for every run still
+ * going, and frees all it holds.
+ *
  * A run past run_limit_ms is not waited for: its executor thread is left to
- * finish it, and what that run still needs (the engine's memory, the
- * task's release) is freed and called when it returns - never, if it never
- * returns. Without run_limit_ms, destroy waits as long as a run goes on.
- * From a callback, see "Callbacks". NULL: nothing.
+ * finish it, and what that run still needs (the engine's memory, the task's
+ * release) is freed and called when it returns - never, if it never returns.
+ * Without run_limit_ms, destroy waits as long as a run goes on. From a
+ * callback it stops the engine at once and is completed by that callback's
+ * executor once the callback returns. In a forked child it returns without
+ * touching the engine. NULL: nothing. The engine must not be used after the
+ * call. Blocks: joins every thread; cost O(tasks).
  */
 TW_API void tw_engine_destroy(tw_engine *e);
 
+/**
+ * tw_add() - adds a task.
+ * @spec: the task (see tw_task_spec); copied, not kept.
+ * @out: receives the new task's id; untouched on failure.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL @e, @spec or @out, no callback or
+ * unknown flags; -TW_ERANGE for a delay above TW_MAX_DELAY_MS (TW_NEVER
+ * excepted) or a period above it; -TW_ELIMIT when max_tasks tasks are live
+ * (or the table is out of ids); -TW_ENOMEM when memory runs out;
+ * -TW_ESHUTDOWN after a stop. A tw_add that fails never calls release.
+ * Any thread. Does not wait for runs; takes the slot table's lock briefly.
+ * Cost O(1); every 1077th add allocates a chunk of the table.
+ */
 static inline int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 {
 	return tw_add_sized(e, spec, sizeof *spec, out);
 }
 
-/* Next due = now + delay_ms (TW_NEVER: none). On a paused task it applies on resume. On a
- * one-shot whose firing was handed out it re-arms the task: it runs again after that run. */
+/**
+ * tw_set_delay() - moves a task's next due to now + @delay_ms.
+ *
+ * TW_NEVER: no due until one is given. On a paused task the delay applies on
+ * resume. On a one-shot whose firing was handed out it re-arms the task: it
+ * runs again after that run (from its own callback too). A completed
+ * one-shot cannot be re-armed: add it again.
+ *
+ * Return: TW_OK; -TW_ENOTFOUND for an id the engine does not keep;
+ * -TW_ESTATE for a completed or stopped task; -TW_ERANGE for a delay above
+ * TW_MAX_DELAY_MS but TW_NEVER; -TW_ESHUTDOWN after a stop. Any thread. Takes
+ * the task's own lock (a few dozen instructions long). Cost O(1): a postpone
+ * only records the later due.
+ */
 TW_API int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms);
-/*
- * tw_set_delay on many tasks at once, as a gateway that reads its messages in
- * batches resets their sessions: each task's next due = now + delay_ms, now
- * read once per 256 ids. The tasks are fetched ahead of their turn, so the
- * cache misses of random tasks overlap instead of adding up. results, if not
- * NULL, gets each id's code (0 or -TW_E*, what tw_set_delay would return);
- * the call returns 0 if every one succeeded, else the first failure's code.
- * -TW_EINVAL for a NULL engine or NULL ids with n > 0, -TW_ERANGE for a
- * delay that would overflow, -TW_ESHUTDOWN after stop: then no task is
- * touched and results is left as it was.
+
+/**
+ * tw_set_delay_many() - tw_set_delay on @n tasks at once.
+ * @results: if not NULL, gets each id's code, what tw_set_delay would return.
+ *
+ * As a gateway that reads its messages in batches resets their sessions:
+ * each task's next due = now + @delay_ms, now read once per 256 ids. The
+ * tasks are fetched ahead of their turn, so the cache misses of random tasks
+ * overlap instead of adding up.
+ *
+ * Return: TW_OK if every one succeeded, else the first failure's code (the
+ * codes of tw_set_delay); -TW_EINVAL for NULL @ids with @n > 0, -TW_ERANGE for
+ * a delay above TW_MAX_DELAY_MS but TW_NEVER, -TW_ESHUTDOWN after a stop: then
+ * no task is touched and @results is left as it was. Any thread; O(n).
  */
 TW_API int tw_set_delay_many(tw_engine *e, const tw_id *ids, size_t n, uint64_t delay_ms,
 			     int *results);
-/* From the next firing on: the due after it is its due + period_ms. 0 makes the task a
- * one-shot that completes after that run; a one-shot given a period before its firing is
- * handed out becomes periodic. TW_NEVER is not a period (-TW_ERANGE). */
+
+/**
+ * tw_set_period() - sets the period from the next firing on.
+ *
+ * The due after the next firing is that firing's due + @period_ms. 0 makes
+ * the task a one-shot that completes after that run; a one-shot given a
+ * period before its firing is handed out becomes periodic.
+ *
+ * Return: TW_OK; -TW_ENOTFOUND; -TW_ESTATE for a completed or stopped task;
+ * -TW_ERANGE above TW_MAX_DELAY_MS (TW_NEVER is not a period); -TW_ESHUTDOWN.
+ * Any thread; takes the task's lock; O(1).
+ */
 TW_API int tw_set_period(tw_engine *e, tw_id id, uint64_t period_ms);
+
+/**
+ * tw_pause() - no new run of the task starts until tw_resume.
+ *
+ * A run already going finishes; a firing handed to an executor but not
+ * started is dropped and counted as missed, as is a firing that waited for
+ * the task's own run to return.
+ *
+ * Return: TW_OK; -TW_ENOTFOUND; -TW_ESTATE unless waiting or running;
+ * -TW_ESHUTDOWN. Any thread; takes the task's lock; O(1).
+ */
 TW_API int tw_pause(tw_engine *e, tw_id id);
-/* Next due = now + period (a one-shot, or a task given a delay while paused: + that delay);
- * clears consecutive_failures and paused_by_failures. */
+
+/**
+ * tw_resume() - a paused task waits again.
+ *
+ * Next due = now + period (a one-shot, or a task given a delay while paused:
+ * + that delay); clears consecutive_failures and paused_by_failures.
+ *
+ * Return: TW_OK; -TW_ENOTFOUND; -TW_ESTATE unless paused; -TW_ESHUTDOWN.
+ * Any thread; takes the task's lock; O(1).
+ */
 TW_API int tw_resume(tw_engine *e, tw_id id);
+
+/**
+ * tw_cancel() - ends the task (TW_STOPPED).
+ *
+ * No new run starts once it returns; a run going on finishes. release(arg)
+ * is called exactly once: by tw_cancel itself, in the calling thread, when
+ * no run of the task is going; else on an executor after the last run.
+ *
+ * Return: TW_OK; -TW_ENOTFOUND; -TW_ESTATE for a task that ended already;
+ * -TW_ESHUTDOWN. Any thread (a callback may cancel its own task: it is
+ * released after that run). Takes the task's lock; O(1) plus the release.
+ */
 TW_API int tw_cancel(tw_engine *e, tw_id id);
 
-/* A task's state and counts; a lock-free read. */
+/**
+ * tw_get() - a task's state and counts, read without a lock.
+ * @out: filled on success, untouched otherwise.
+ *
+ * Each field is as it was at some instant of the call. After a stop, until
+ * tw_engine_destroy, it answers with each task's final state and counts.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL @out; -TW_ENOTFOUND for an id the engine
+ * does not keep (ended longer than retain_ms ago, or never given). Any
+ * thread; never blocks (a period of 2^31 ms or more is read under the
+ * task's lock); O(1).
+ */
 static inline int tw_get(tw_engine *e, tw_id id, tw_task_info *out)
 {
 	return tw_get_sized(e, id, out, sizeof *out);
 }
 
+/**
+ * tw_stats() - the engine's counters.
+ * @out: filled on success.
+ *
+ * Return: TW_OK, also after a stop; -TW_EINVAL for NULL @out. Any thread;
+ * never blocks. Cost O(tasks) for the counts by state (tasks_waiting,
+ * tasks_running, tasks_paused), O(executors) for the rest.
+ */
 static inline int tw_stats(tw_engine *e, tw_engine_stats *out)
 {
 	return tw_stats_sized(e, out, sizeof *out);
 }
 
+/**
+ * tw_strerror() - the text of a code, either sign: "success" for TW_OK,
+ * "unknown error" for a number that is no code. A static string; never NULL.
+ * Any thread; O(1).
+ */
 TW_API const char *tw_strerror(int code);
-/* Manual clock only: moves time by ms and hands out every firing due up to the new time
- * (see "The manual clock"); returns once they are handed to the executors (a one-shot that
- * found every queue full is handed out as room frees), not once they ran. */
+
+/**
+ * tw_advance() - moves the manual clock by @ms and hands out every firing due
+ * up to the new time (see "The manual clock").
+ *
+ * Return: TW_OK once the firings are handed to the executors (a one-shot that
+ * found every queue full is handed out as room frees), not once they ran;
+ * -TW_ESTATE on an engine without manual_clock; -TW_ERANGE for @ms above
+ * TW_MAX_DELAY_MS or a time that would pass 2^64 ns; -TW_ESHUTDOWN. Any
+ * thread, callbacks included. Blocks until the wheel thread has handed the
+ * firings out: O(firings due).
+ */
 TW_API int tw_advance(tw_engine *e, uint64_t ms);
-/* Waits until no run is in progress and no firing that is due waits to be handed out (a
- * one-shot waiting for room); -TW_ECALLBACK from a callback. */
+
+/**
+ * tw_quiesce() - waits until no run is in progress and no firing that is due
+ * waits to be handed out (a one-shot waiting for room).
+ *
+ * Return: TW_OK (also after a stop); -TW_ECALLBACK from a callback (it would
+ * wait for its own run). Blocks as long as runs go on: a stuck run keeps it
+ * waiting.
+ */
 TW_API int tw_quiesce(tw_engine *e);
 
-/*
- * Parses a duration as people write it into nanoseconds: a decimal number and
- * a unit, ns, us, ms, s, m (or min) or h ("200ms", "1.5s", "2m"); a bare
- * number is milliseconds. -TW_EINVAL for anything else (a range included),
- * -TW_ERANGE beyond 2^64 ns. Fractions finer than 1 ns are dropped.
+/**
+ * tw_parse_duration() - parses a duration as people write it into ns.
+ *
+ * A decimal number and a unit, ns, us, ms, s, m (or min) or h ("200ms",
+ * "1.5s", "2m"); a bare number is milliseconds. Fractions finer than 1 ns
+ * are dropped. Return: TW_OK; -TW_EINVAL for NULL or anything else (a range
+ * included); -TW_ERANGE beyond 2^64 ns. Any thread; O(length).
  */
 TW_API int tw_parse_duration(const char *text, uint64_t *out_ns);
 
-/* The same for a range, "100-500ms" or "1s-2m" (a unit written once, after
- * the range, applies to both ends); a single duration gives lo == hi.
- * -TW_EINVAL when the low end is above the high end. */
+/**
+ * tw_parse_duration_range() - the same for a range, "100-500ms" or "1s-2m".
+ *
+ * A unit written once, after the range, applies to both ends; a single
+ * duration gives lo == hi. Return: as tw_parse_duration, and -TW_EINVAL when
+ * the low end is above the high end.
+ */
 TW_API int tw_parse_duration_range(const char *text, uint64_t *lo_ns, uint64_t *hi_ns);
 
 #ifdef __cplusplus

@@ -107,6 +107,7 @@ const char *tw_strerror(int code)
 		[TW_ETIMEDOUT] = "runs still in progress at the drain limit",
 		[TW_ECALLBACK] = "not allowed inside a callback",
 		[TW_EFORKED] = "engine belongs to the parent process (fork)",
+		[TW_ERESOURCE] = "the system refused a thread or a file descriptor",
 	};
 	/* Both signs name a code; 0u - code stays defined for INT_MIN. */
 	unsigned index = code < 0 ? 0u - (unsigned)code : (unsigned)code;
@@ -121,12 +122,12 @@ static int open_descriptors(struct tw_engine *e)
 	e->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	e->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (e->timer_fd < 0 || e->wake_fd < 0 || e->epoll_fd < 0)
-		return errno == ENOMEM ? -TW_ENOMEM : -TW_ELIMIT;
+		return errno == ENOMEM ? -TW_ENOMEM : -TW_ERESOURCE; /* EMFILE, ENFILE */
 	int fds[] = { e->timer_fd, e->wake_fd };
 	for (unsigned i = 0; i < 2; i++) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
 		if (epoll_ctl(e->epoll_fd, EPOLL_CTL_ADD, fds[i], &ev))
-			return -TW_ENOMEM;
+			return errno == ENOSPC ? -TW_ERESOURCE : -TW_ENOMEM; /* max_user_watches */
 	}
 	return TW_OK;
 }

@@ -239,8 +239,8 @@ static unsigned round_up_pow2(unsigned n)
 static int start_thread(struct executor *x)
 {
 	int err = pthread_create(&x->thread, NULL, executor_main, x);
-	if (err)
-		return err == EAGAIN ? -TW_ENOMEM : -TW_EINVAL;
+	if (err) /* EAGAIN: out of threads (RLIMIT_NPROC, threads-max) or their memory */
+		return err == EAGAIN ? -TW_ERESOURCE : -TW_ENOMEM;
 	x->started = true;
 	return TW_OK;
 }

@@ -8,8 +8,9 @@
 
 static inline __attribute__((always_inline)) int get_task(tw_engine *e, tw_id id, tw_task_info *out)
 {
-	if (atomic_load(&e->stopping))
-		return halted_code(e);
+	/* After a stop the tasks stay, with their final state, until destroy. */
+	if (engine_forked(e))
+		return -TW_EFORKED;
 	read_section_begin();
 	struct tw_task *task = tw__table_find(&e->table, id);
 	if (task) {

@@ -606,7 +606,7 @@ int tw__wheel_thread_start(struct tw_engine *e)
 {
 	int err = pthread_create(&e->wheel_thread, NULL, wheel_main, e);
 	if (err)
-		return err == EAGAIN ? -TW_ENOMEM : -TW_EINVAL;
+		return err == EAGAIN ? -TW_ERESOURCE : -TW_ENOMEM;
 	e->wheel_thread_started = true;
 	return TW_OK;
 }

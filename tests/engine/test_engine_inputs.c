@@ -12,6 +12,9 @@
 #include "engine_test_support.h"
 
 #include <limits.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 Test(inputs, config_init_fills_the_defaults)
 {
@@ -535,4 +538,26 @@ Test(inputs, set_delay_many_refused_calls_change_nothing)
 	tw_engine_destroy(e);
 	cr_assert_eq(atomic_load(&c.releases), 1);
 	assert_no_leaks();
+}
+
+/* Out of file descriptors is not the max_tasks cap: -TW_ERESOURCE, in a child
+ * whose descriptor limit leaves no room for the engine's three. */
+Test(inputs, no_file_descriptors_is_a_resource_error)
+{
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		struct rlimit none = { 0, 0 };
+		int bad = setrlimit(RLIMIT_NOFILE, &none) != 0;
+		tw_engine *e = (tw_engine *)&none;
+		int rc = tw_engine_create(NULL, &e);
+		bad += rc != -TW_ERESOURCE;
+		bad += e != NULL;
+		bad += strcmp(tw_strerror(rc),
+			      "the system refused a thread or a file descriptor") != 0;
+		_exit(bad);
+	}
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
 }

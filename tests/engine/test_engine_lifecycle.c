@@ -430,9 +430,9 @@ Test(lifecycle, stop_times_out_while_a_callback_outlives_the_drain)
 	assert_no_leaks();
 }
 
-/* Opens a gate once the engine is seen stopping (the engine then refuses
- * tw_get with -TW_ESHUTDOWN); the engine cannot be freed before, as a
- * callback waits on that gate. */
+/* Opens a gate once the engine is seen stopping (tw_get then shows the task
+ * stopped); the engine cannot be freed before, as a callback waits on that
+ * gate. */
 struct opener {
 	tw_engine *engine;
 	tw_id id;
@@ -447,7 +447,7 @@ static void *open_when_stopping(void *arg)
 	uint64_t deadline = mono_ns() + WAIT_LIMIT_MS * NS_PER_MS;
 	tw_task_info info;
 	while (mono_ns() < deadline) {
-		if (tw_get(o->engine, o->id, &info) == -TW_ESHUTDOWN) {
+		if (tw_get(o->engine, o->id, &info) == TW_OK && info.state == TW_STOPPED) {
 			o->saw_shutdown = true;
 			break;
 		}
@@ -486,7 +486,7 @@ Test(lifecycle, stop_waits_for_runs_within_the_drain_limit)
 struct late_user {
 	tw_engine *engine;
 	struct gate gate;
-	_Atomic uint64_t runs, get_rc, add_rc, returned, releases;
+	_Atomic uint64_t runs, get_rc, get_state, add_rc, returned, releases;
 };
 
 static int late_user_callback(const tw_fire *fire, void *arg)
@@ -497,6 +497,7 @@ static int late_user_callback(const tw_fire *fire, void *arg)
 		gate_pass(&u->gate, 30000);
 		tw_task_info info;
 		atomic_store(&u->get_rc, (uint64_t)(int64_t)tw_get(u->engine, fire->id, &info));
+		atomic_store(&u->get_state, info.state);
 		tw_task_spec spec = spec_of(1, 0, late_user_callback, u);
 		tw_id id;
 		atomic_store(&u->add_rc, (uint64_t)(int64_t)tw_add(u->engine, &spec, &id));
@@ -541,7 +542,9 @@ Test(lifecycle, destroy_waits_for_a_running_callback)
 	/* Waiting is what destroy does: nothing to warn about (stop(0) did). */
 	cr_assert_eq(atomic_load(&warnings), 0, "destroy logged a warning or an error");
 	cr_assert_eq(atomic_load(&u.releases), 1);
-	cr_assert_eq((int)(int64_t)atomic_load(&u.get_rc), -TW_ESHUTDOWN);
+	/* A stopped engine still answers tw_get, with the task stopped. */
+	cr_assert_eq((int)(int64_t)atomic_load(&u.get_rc), TW_OK);
+	cr_assert_eq(atomic_load(&u.get_state), TW_STOPPED);
 	cr_assert_eq((int)(int64_t)atomic_load(&u.add_rc), -TW_ESHUTDOWN);
 	pthread_join(t, NULL);
 	cr_assert(o.saw_shutdown);
@@ -657,8 +660,14 @@ Test(lifecycle, calls_after_stop_answer_shutdown)
 	cr_assert_eq(tw_cancel(e, id), -TW_ESHUTDOWN);
 	cr_assert_eq(tw_set_delay(e, id, 5), -TW_ESHUTDOWN);
 	cr_assert_eq(tw_set_period(e, id, 5), -TW_ESHUTDOWN);
-	cr_assert_eq(tw_get(e, id, &info), -TW_ESHUTDOWN);
 	cr_assert_eq(tw_advance(e, 1), -TW_ESHUTDOWN);
+	/* Until destroy, each task's final state and counts stay readable. */
+	cr_assert_eq(tw_get(e, id, &info), TW_OK);
+	cr_assert_eq(info.state, TW_STOPPED);
+	cr_assert_eq(info.runs, 0, "it never ran");
+	cr_assert_eq(tw_get(e, paused, &info), TW_OK);
+	cr_assert_eq(info.state, TW_STOPPED);
+	cr_assert_eq(tw_get(e, id + 1000, &info), -TW_ENOTFOUND);
 	cr_assert_eq(tw_engine_stop(e, 1000), -TW_ESHUTDOWN);
 	/* Statistics stay readable or answer -TW_ESHUTDOWN; never anything else. */
 	tw_engine_stats s;
