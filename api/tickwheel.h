@@ -399,9 +399,10 @@ static inline int tw_stats(tw_engine *e, tw_engine_stats *out)
 /*
  * Writes the engine's metrics (see "Prometheus metrics") through write(ctx,
  * ...). opt may be NULL: the default prefix, no labels. The stats are read
- * once, as tw_stats reads them (its cost: a walk over the task table, about
- * a millisecond per million tasks), then formatted without any lock and
- * without allocating (about 4 KiB of text, some microseconds). Returns
+ * once, as tw_stats reads them (a walk over the task table: 4 us at 1 000
+ * tasks, 7.5 ms at 1 000 000 here), then formatted without any lock and
+ * without allocating (about 4 KiB of text, 11 us; more with long labels).
+ * It takes no lock the engine's threads wait for. Returns
  * TW_OK; -TW_EINVAL for a NULL engine or writer, or bad options (nothing is
  * written then); -TW_EWRITE when write returned nonzero (the text is cut
  * there); -TW_EFORKED. Works after tw_engine_stop, like tw_stats; callable
