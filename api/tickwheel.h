@@ -143,6 +143,8 @@ enum {
 	TW_ECALLBACK, /* not allowed inside a callback (tw_quiesce: it would wait for itself) */
 	TW_EFORKED,   /* the engine was created by the parent of this forked process */
 	TW_ERESOURCE, /* the system refused a thread or a file descriptor */
+	TW_ENOSPACE,  /* tw_metrics_format: the text does not fit the buffer (see there) */
+	TW_EWRITE,    /* tw_metrics_write: the caller's writer returned nonzero */
 };
 
 typedef enum { TW_WAITING, TW_RUNNING, TW_PAUSED, TW_COMPLETED, TW_STOPPED } tw_state;
@@ -224,9 +226,9 @@ typedef struct {
  * back-to-back resets of random tasks each pay a whole cache miss; a coarse
  * read does not, and their misses overlap. The price: a due may be up to
  * three coarse ticks later than asked; it would be earlier only if the
- * kernel's coarse clock lagged by more than two ticks (its worst lag measured
- * here: 4.6 ms, with 4 ms ticks). Firing, lateness and periods stay on the
- * precise clock. Ignored with manual_clock.
+ * kernel's coarse clock lagged by more than two ticks (perf/README.md has
+ * the lag measured). Firing, lateness and periods stay on the precise clock.
+ * Ignored with manual_clock.
  */
 
 enum { TW_LATENESS_BUCKETS = 24 }; /* bucket i: lateness < 2^i us (the last: the rest) */
@@ -241,7 +243,52 @@ typedef struct {
 	uint64_t lateness_max_ns;
 	uint64_t stuck_runs;      /* runs that went past run_limit_ms, ever */
 	uint64_t spare_executors; /* spare executors started, now running */
+	uint64_t lateness_sum_ns; /* run start minus due, added up over every run */
 } tw_engine_stats;
+
+/*
+ * Prometheus metrics: tw_metrics_write and tw_metrics_format (below) write
+ * the engine's tw_engine_stats in the Prometheus text exposition format,
+ * version 0.0.4 (Content-Type: text/plain; version=0.0.4), for an HTTP
+ * handler to serve at /metrics. Each family has its HELP and TYPE lines;
+ * names are prefix + the name below (the default prefix: "tickwheel_"):
+ *
+ *   runs_total, failures_total, slow_runs_total       counters
+ *   skipped_total{reason="overlap|overload|missed"}   counter
+ *   tasks_completed_total, tasks_stopped_total        counters
+ *   wheel_wakeups_total, stuck_runs_total             counters
+ *   tasks_live, tasks{state="waiting|running|paused"} gauges (live = the sum)
+ *   spare_executors                                   gauge
+ *   lateness_seconds                                  histogram: run start minus due
+ *   lateness_max_seconds                              gauge: the largest ever
+ *
+ * The histogram's buckets are cumulative, le="0.000001" (1 us) to le="4.194304"
+ * (2^22 us) doubling, then le="+Inf" (= _count); _sum is lateness_sum_ns in
+ * seconds. A bucket's bound is exclusive: a run late by 2^i us to the
+ * nanosecond counts in the next bucket up.
+ */
+typedef struct tw_metrics_options {
+	/* Put before every name: [a-zA-Z_:][a-zA-Z0-9_:]*, or "" for none. NULL:
+	 * "tickwheel_". */
+	const char *prefix;
+	/* Labels added to every sample, as NULL-terminated name, value pairs
+	 * ({"engine", "gw1", NULL}), or NULL for none. A name is
+	 * [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__", not "le", "reason" or
+	 * "state" (the library's own), and appears once; else -TW_EINVAL. A value
+	 * is any UTF-8 text: backslash, double quote and newline are escaped. */
+	const char *const *labels;
+} tw_metrics_options;
+
+/*
+ * Receives the text: called one or more times, in order, on the thread
+ * that called tw_metrics_write and before it returns, with pieces of at
+ * most a few KiB (not NUL-terminated, not cut on line ends). It may block
+ * (a slow socket): the engine holds no lock while it writes, and its
+ * threads go on meanwhile; it may call the engine's functions. Nonzero
+ * stops the writing: tw_metrics_write returns -TW_EWRITE (keep the
+ * reason, an errno, in ctx).
+ */
+typedef int (*tw_metrics_writer)(void *ctx, const char *data, size_t len);
 
 /*
  * Growing structs without breaking callers. tw_config, tw_task_spec,
@@ -249,7 +296,8 @@ typedef struct {
  * releases. The calls that take or fill them are static inline functions
  * below that pass the library the size of the struct the program was
  * compiled with (the Linux kernel's rule for openat2 and clone3):
- *  - a struct the library reads (tw_config, tw_task_spec) that is shorter
+ *  - a struct the library reads (tw_config, tw_task_spec,
+ *    tw_metrics_options) that is shorter
  *    than the library's own gets the defaults for the fields it lacks (zero,
  *    or tw_config_init's values); a longer one is accepted only if every
  *    byte the library does not know is zero, else -TW_EINVAL;
@@ -267,6 +315,11 @@ TW_API int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine *
 TW_API int tw_add_sized(tw_engine *e, const tw_task_spec *spec, size_t size, tw_id *out);
 TW_API int tw_get_sized(tw_engine *e, tw_id id, tw_task_info *out, size_t size);
 TW_API int tw_stats_sized(tw_engine *e, tw_engine_stats *out, size_t size);
+
+TW_API int tw_metrics_write_sized(tw_engine *e, const tw_metrics_options *opt, size_t size,
+				  tw_metrics_writer write, void *ctx);
+TW_API int tw_metrics_format_sized(tw_engine *e, const tw_metrics_options *opt, size_t size,
+				   char *buf, size_t cap, size_t *len);
 
 /*
  * Each function below says what it does, every code it returns, where it may
@@ -474,6 +527,39 @@ static inline int tw_get(tw_engine *e, tw_id id, tw_task_info *out)
 static inline int tw_stats(tw_engine *e, tw_engine_stats *out)
 {
 	return tw_stats_sized(e, out, sizeof *out);
+}
+
+/*
+ * Writes the engine's metrics (see "Prometheus metrics") through write(ctx,
+ * ...). opt may be NULL: the default prefix, no labels. The stats are read
+ * once, as tw_stats reads them (O(tasks), see there), then formatted
+ * without any lock and without allocating (about 4 KiB of text; more with
+ * long labels).
+ * It takes no lock the engine's threads wait for. Returns
+ * TW_OK; -TW_EINVAL for a NULL engine or writer, or bad options (nothing is
+ * written then); -TW_EWRITE when write returned nonzero (the text is cut
+ * there); -TW_EFORKED. Works after tw_engine_stop, like tw_stats; callable
+ * from a callback.
+ */
+static inline int tw_metrics_write(tw_engine *e, const tw_metrics_options *opt,
+				   tw_metrics_writer write, void *ctx)
+{
+	return tw_metrics_write_sized(e, opt, sizeof *opt, write, ctx);
+}
+
+/*
+ * The same text into buf, NUL-terminated, as snprintf would: *len (len may
+ * be NULL) gets the text's length without the NUL. When it does not fit in
+ * cap bytes the call returns -TW_ENOSPACE, buf holds as much as fits (cut,
+ * NUL-terminated, if cap > 0) and *len says how long the whole text is:
+ * call again with cap > *len, with some room to spare since the counts
+ * grow meanwhile. buf may be NULL when cap is 0, to learn the length.
+ * Other codes as tw_metrics_write's.
+ */
+static inline int tw_metrics_format(tw_engine *e, const tw_metrics_options *opt, char *buf,
+				    size_t cap, size_t *len)
+{
+	return tw_metrics_format_sized(e, opt, sizeof *opt, buf, cap, len);
 }
 
 /**

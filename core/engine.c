@@ -108,6 +108,8 @@ const char *tw_strerror(int code)
 		[TW_ECALLBACK] = "not allowed inside a callback",
 		[TW_EFORKED] = "engine belongs to the parent process (fork)",
 		[TW_ERESOURCE] = "the system refused a thread or a file descriptor",
+		[TW_ENOSPACE] = "buffer too small",
+		[TW_EWRITE] = "the writer callback failed",
 	};
 	/* Both signs name a code; 0u - code stays defined for INT_MIN. */
 	unsigned index = code < 0 ? 0u - (unsigned)code : (unsigned)code;
@@ -300,6 +302,7 @@ static void gather_stats(tw_engine *e, tw_engine_stats *out)
 		out->skipped_missed += atomic_load(&x->dropped);
 		for (unsigned b = 0; b < TW_LATENESS_BUCKETS; b++)
 			out->lateness_us[b] += atomic_load(&x->lateness[b]);
+		out->lateness_sum_ns += atomic_load(&x->lateness_sum_ns);
 		uint64_t max = atomic_load(&x->lateness_max_ns);
 		if (max > out->lateness_max_ns)
 			out->lateness_max_ns = max;

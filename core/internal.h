@@ -458,7 +458,7 @@ struct executor {
 	_Atomic uint64_t runs, failures, slow_runs, dropped;
 	_Atomic uint64_t run_ns_average; /* of its callbacks, moving (1/16 per run) */
 	struct end_counts ends;
-	_Atomic uint64_t lateness_max_ns;
+	_Atomic uint64_t lateness_max_ns, lateness_sum_ns;
 	_Atomic uint64_t lateness[TW_LATENESS_BUCKETS];
 	struct tw_task **ended; /* ENDED_RING tasks to reap, mailed by this executor */
 	_Atomic uint64_t ended_tail;

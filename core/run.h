@@ -17,6 +17,7 @@ static void note_lateness(struct executor *x, uint64_t late_ns)
 	if (bucket >= TW_LATENESS_BUCKETS)
 		bucket = TW_LATENESS_BUCKETS - 1;
 	bump(&x->lateness[bucket]);
+	bump_by(&x->lateness_sum_ns, late_ns);
 	if (late_ns > atomic_load_explicit(&x->lateness_max_ns, memory_order_relaxed))
 		atomic_store_explicit(&x->lateness_max_ns, late_ns, memory_order_relaxed);
 }

@@ -28,7 +28,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 PACKAGES=(meson ninja-build pkg-config gcc clang liburcu-dev libjemalloc-dev libcriterion-dev
-	libuv1-dev libevent-dev libev-dev valgrind gnuplot-nox abigail-tools clang-tidy clang-format)
+	libuv1-dev libevent-dev libev-dev valgrind gnuplot-nox abigail-tools clang-tidy clang-format
+	libmicrohttpd-dev prometheus)
 
 log() { printf 'run.sh: %s\n' "$*" >&2; }
 die() { printf 'run.sh: error: %s\n' "$*" >&2; exit 1; }
@@ -53,16 +54,17 @@ install_packages() {
 }
 
 # configure DIR [meson options...]: meson setup DIR unless it is already configured (a setup
-# that failed half-way is wiped and redone).
+# that failed half-way is wiped and redone). libmicrohttpd is required, not auto: the /metrics
+# example and the Prometheus scrape test must not be skipped here for want of a package.
 configure() {
 	local dir="$1"
 	shift
 	if [ -f "$dir/build.ninja" ]; then
 		return 0
 	elif [ -f "$dir/meson-private/coredata.dat" ]; then
-		meson setup --wipe "$dir" -Dtests=enabled "$@" </dev/null || return 1
+		meson setup --wipe "$dir" -Dtests=enabled -Dmicrohttpd=enabled "$@" </dev/null || return 1
 	else
-		meson setup "$dir" -Dtests=enabled "$@" </dev/null || return 1
+		meson setup "$dir" -Dtests=enabled -Dmicrohttpd=enabled "$@" </dev/null || return 1
 	fi
 }
 

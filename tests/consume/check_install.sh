@@ -5,6 +5,10 @@
 # examples/ built against the installed library through pkg-config alone, linked to the shared
 # library and statically (`pkg-config --static`, cc -static), and run. A Criterion example is
 # linked to the static archive inside a dynamic program, since Debian ships no static Criterion.
+# An example that includes <microhttpd.h> is built with `pkg-config libmicrohttpd` the same way
+# (a fully static program would need GnuTLS's static dependencies, and Debian has no static
+# p11-kit) and run on a free port for a second; it is skipped, and said so, only when
+# pkg-config does not find libmicrohttpd.
 set -euo pipefail
 build=$1 src=$2 prefix=$3 libdir=$4 cc=$5
 tmp=$(mktemp -d)
@@ -31,13 +35,22 @@ examples=("$src"/examples/*.c)
 built=0
 for ex in "${examples[@]}"; do
 	name=$(basename "$ex" .c)
-	if grep -q '<criterion/criterion.h>' "$ex"; then
-		read -ra crit <<<"$(pkg-config --cflags --libs criterion)"
-		"$cc" "${flags[@]}" "$ex" $(pc --cflags --libs) "${crit[@]}" -o "$tmp/$name-shared"
+	if grep -q '<criterion/criterion.h>\|<microhttpd.h>' "$ex"; then
+		if grep -q '<microhttpd.h>' "$ex"; then
+			if ! pkg-config --exists libmicrohttpd; then
+				echo "skipped: $name (pkg-config finds no libmicrohttpd)"
+				continue
+			fi
+			read -ra extra <<<"$(pkg-config --cflags --libs libmicrohttpd)"
+			run=(--port 0 --seconds 1)
+		else
+			read -ra extra <<<"$(pkg-config --cflags --libs criterion)"
+			run=(--jobs=1)
+		fi
+		"$cc" "${flags[@]}" "$ex" $(pc --cflags --libs) "${extra[@]}" -o "$tmp/$name-shared"
 		"$cc" "${flags[@]}" "$ex" $(pc --cflags) "$root/$libdir/libtickwheel.a" \
 			$(pc --static --libs-only-other --libs-only-l | sed 's/-ltickwheel//') \
-			"${crit[@]}" -o "$tmp/$name-static"
-		run=(--jobs=1)
+			"${extra[@]}" -o "$tmp/$name-static"
 	else
 		"$cc" "${flags[@]}" "$ex" $(pc --cflags --libs) -o "$tmp/$name-shared"
 		# glibc's static archives warn of dlopen/getaddrinfo in a static program: not ours.

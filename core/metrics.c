@@ -1,0 +1,317 @@
+/*
+ * metrics.c - the engine's statistics in the Prometheus text exposition
+ * format, version 0.0.4 (tickwheel.h, "Prometheus metrics").
+ *
+ * The stats are read once (tw_stats), then every line is put into a sink:
+ * the caller's buffer (tw_metrics_format), or a chunk on the stack that goes
+ * to the caller's writer when full (tw_metrics_write). No lock is held and
+ * nothing is allocated while formatting.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+enum { CHUNK = 4096 };
+
+struct sink {
+	tw_metrics_writer write; /* NULL: into buf alone */
+	void *ctx;
+	char *buf;
+	size_t cap, used; /* buf's size; what it holds */
+	size_t total;     /* the whole text's length so far */
+	bool failed;      /* the writer returned nonzero: nothing more is put */
+	const char *prefix;
+	const char *const *labels;
+};
+
+static void flush(struct sink *s)
+{
+	if (s->write && s->used && !s->failed) {
+		if (s->write(s->ctx, s->buf, s->used))
+			s->failed = true;
+		s->used = 0;
+	}
+}
+
+static void put(struct sink *s, const char *data, size_t n)
+{
+	s->total += n;
+	if (s->failed)
+		return;
+	while (n) {
+		if (s->used == s->cap) {
+			if (!s->write)
+				return; /* the buffer is full: only the length is counted */
+			flush(s);
+			if (s->failed)
+				return;
+		}
+		size_t room = s->cap - s->used, take = n < room ? n : room;
+		memcpy(s->buf + s->used, data, take);
+		s->used += take;
+		data += take;
+		n -= take;
+	}
+}
+
+static void puts_(struct sink *s, const char *text)
+{
+	put(s, text, strlen(text));
+}
+
+static void put_u64(struct sink *s, uint64_t v)
+{
+	char digits[20];
+	size_t n = 0;
+	do {
+		digits[sizeof digits - ++n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	put(s, digits + sizeof digits - n, n);
+}
+
+/* ns as seconds, exact: "0", "0.000001", "4.194304", "12.5". */
+static void put_seconds(struct sink *s, uint64_t ns)
+{
+	put_u64(s, ns / 1000000000u);
+	uint64_t frac = ns % 1000000000u;
+	if (!frac)
+		return;
+	char digits[10] = ".";
+	unsigned n = 9;
+	while (!(frac % 10)) {
+		frac /= 10;
+		n--;
+	}
+	for (unsigned i = n; i > 0; i--) {
+		digits[i] = (char)('0' + frac % 10);
+		frac /= 10;
+	}
+	put(s, digits, n + 1);
+}
+
+/* A label value with \, " and newline escaped, as the format wants. */
+static void put_escaped(struct sink *s, const char *value)
+{
+	const char *run = value;
+	for (const char *p = value; *p; p++) {
+		const char *esc = *p == '\\' ? "\\\\" :
+				  *p == '"'  ? "\\\"" :
+				  *p == '\n' ? "\\n" :
+					       NULL;
+		if (esc) {
+			put(s, run, (size_t)(p - run));
+			put(s, esc, 2);
+			run = p + 1;
+		}
+	}
+	puts_(s, run);
+}
+
+static void put_family(struct sink *s, const char *name, const char *type, const char *help)
+{
+	puts_(s, "# HELP ");
+	puts_(s, s->prefix);
+	puts_(s, name);
+	put(s, " ", 1);
+	puts_(s, help);
+	puts_(s, "\n# TYPE ");
+	puts_(s, s->prefix);
+	puts_(s, name);
+	put(s, " ", 1);
+	puts_(s, type);
+	put(s, "\n", 1);
+}
+
+/* name[suffix]{the caller's labels,key="value"} */
+static void put_name(struct sink *s, const char *name, const char *suffix, const char *key,
+		     const char *value)
+{
+	puts_(s, s->prefix);
+	puts_(s, name);
+	puts_(s, suffix);
+	if (!key && !s->labels)
+		return;
+	put(s, "{", 1);
+	const char *sep = "";
+	for (const char *const *l = s->labels; l && *l; l += 2) {
+		puts_(s, sep);
+		puts_(s, l[0]);
+		put(s, "=\"", 2);
+		put_escaped(s, l[1]);
+		put(s, "\"", 1);
+		sep = ",";
+	}
+	if (key) {
+		puts_(s, sep);
+		puts_(s, key);
+		put(s, "=\"", 2);
+		puts_(s, value); /* the library's own: nothing to escape */
+		put(s, "\"", 1);
+	}
+	put(s, "}", 1);
+}
+
+static void put_sample(struct sink *s, const char *name, const char *key, const char *value,
+		       uint64_t v)
+{
+	put_name(s, name, "", key, value);
+	put(s, " ", 1);
+	put_u64(s, v);
+	put(s, "\n", 1);
+}
+
+static void put_one(struct sink *s, const char *name, const char *type, const char *help,
+		    uint64_t v)
+{
+	put_family(s, name, type, help);
+	put_sample(s, name, NULL, NULL, v);
+}
+
+static void put_lateness(struct sink *s, const tw_engine_stats *st)
+{
+	static const char name[] = "lateness_seconds";
+	put_family(s, name, "histogram",
+		   "How late runs started: run start minus the due time they stand for.");
+	char le[24];
+	uint64_t count = 0;
+	for (unsigned b = 0; b < TW_LATENESS_BUCKETS - 1; b++) {
+		count += st->lateness_us[b];
+		/* Bucket b holds runs later than 2^(b-1) us and less than 2^b us late. */
+		struct sink text = { .buf = le, .cap = sizeof le - 1 };
+		put_seconds(&text, (UINT64_C(1000) << b));
+		le[text.used] = '\0';
+		put_name(s, name, "_bucket", "le", le);
+		put(s, " ", 1);
+		put_u64(s, count);
+		put(s, "\n", 1);
+	}
+	count += st->lateness_us[TW_LATENESS_BUCKETS - 1];
+	put_sample(s, "lateness_seconds_bucket", "le", "+Inf", count);
+	put_name(s, name, "_sum", NULL, NULL);
+	put(s, " ", 1);
+	put_seconds(s, st->lateness_sum_ns);
+	put(s, "\n", 1);
+	put_sample(s, "lateness_seconds_count", NULL, NULL, count);
+
+	put_family(s, "lateness_max_seconds", "gauge", "The latest any run has started.");
+	put_name(s, "lateness_max_seconds", "", NULL, NULL);
+	put(s, " ", 1);
+	put_seconds(s, st->lateness_max_ns);
+	put(s, "\n", 1);
+}
+
+static void put_all(struct sink *s, const tw_engine_stats *st)
+{
+	put_one(s, "runs_total", "counter", "Runs started.", st->runs);
+	put_one(s, "failures_total", "counter", "Runs whose callback returned nonzero.",
+		st->failures);
+	put_one(s, "slow_runs_total", "counter", "Runs that lasted longer than slow_run_ms.",
+		st->slow_runs);
+	put_family(s, "skipped_total", "counter",
+		   "Periodic firings skipped, by reason (overlap, overload, missed).");
+	put_sample(s, "skipped_total", "reason", "overlap", st->skipped_overlap);
+	put_sample(s, "skipped_total", "reason", "overload", st->skipped_overload);
+	put_sample(s, "skipped_total", "reason", "missed", st->skipped_missed);
+	put_one(s, "tasks_completed_total", "counter", "One-shot tasks that completed.",
+		st->tasks_completed);
+	put_one(s, "tasks_stopped_total", "counter", "Tasks cancelled or stopped with the engine.",
+		st->tasks_stopped);
+	put_one(s, "wheel_wakeups_total", "counter", "Times the wheel thread woke up.",
+		st->wheel_wakeups);
+	put_one(s, "stuck_runs_total", "counter", "Runs that went on past run_limit_ms.",
+		st->stuck_runs);
+	put_one(s, "tasks_live", "gauge", "Tasks live now: waiting, running or paused.",
+		st->tasks_live);
+	put_family(s, "tasks", "gauge", "Live tasks now, by state.");
+	put_sample(s, "tasks", "state", "waiting", st->tasks_waiting);
+	put_sample(s, "tasks", "state", "running", st->tasks_running);
+	put_sample(s, "tasks", "state", "paused", st->tasks_paused);
+	put_one(s, "spare_executors", "gauge", "Spare executors started and running now.",
+		st->spare_executors);
+	put_lateness(s, st);
+}
+
+static bool name_ok(const char *name, bool colons)
+{
+	for (const char *p = name; *p; p++) {
+		char c = *p;
+		bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+			      (colons && c == ':');
+		if (!letter && !(p > name && c >= '0' && c <= '9'))
+			return false;
+	}
+	return true;
+}
+
+static int check_options(const tw_metrics_options *opt)
+{
+	if (!name_ok(opt->prefix, true))
+		return -TW_EINVAL;
+	static const char *const own[] = { "le", "reason", "state" };
+	for (const char *const *l = opt->labels; l && *l; l += 2) {
+		if (!l[1] || !*l[0] || !name_ok(l[0], false) || !strncmp(l[0], "__", 2))
+			return -TW_EINVAL;
+		for (unsigned i = 0; i < sizeof own / sizeof own[0]; i++)
+			if (!strcmp(l[0], own[i]))
+				return -TW_EINVAL;
+		for (const char *const *m = opt->labels; m < l; m += 2)
+			if (!strcmp(l[0], m[0]))
+				return -TW_EINVAL;
+	}
+	return TW_OK;
+}
+
+/* The options and the stats, or a code. */
+static int prepare(tw_engine *e, const tw_metrics_options *opt, size_t size, struct sink *s,
+		   tw_engine_stats *st)
+{
+	if (!e)
+		return -TW_EINVAL;
+	tw_metrics_options o = { .prefix = "tickwheel_" };
+	if (opt && tw__struct_in(&o, sizeof o, opt, size))
+		return -TW_EINVAL;
+	if (!o.prefix)
+		o.prefix = "tickwheel_";
+	int rc = check_options(&o);
+	if (rc)
+		return rc;
+	s->prefix = o.prefix;
+	s->labels = o.labels && *o.labels ? o.labels : NULL;
+	return tw_stats_sized(e, st, sizeof *st);
+}
+
+int tw_metrics_write_sized(tw_engine *e, const tw_metrics_options *opt, size_t size,
+			   tw_metrics_writer write, void *ctx)
+{
+	if (!write)
+		return -TW_EINVAL;
+	char chunk[CHUNK];
+	struct sink s = { .write = write, .ctx = ctx, .buf = chunk, .cap = sizeof chunk };
+	tw_engine_stats st;
+	int rc = prepare(e, opt, size, &s, &st);
+	if (rc)
+		return rc;
+	put_all(&s, &st);
+	flush(&s);
+	return s.failed ? -TW_EWRITE : TW_OK;
+}
+
+int tw_metrics_format_sized(tw_engine *e, const tw_metrics_options *opt, size_t size, char *buf,
+			    size_t cap, size_t *len)
+{
+	if (!buf && cap)
+		return -TW_EINVAL;
+	/* One byte is kept for the NUL. */
+	struct sink s = { .buf = buf, .cap = cap ? cap - 1 : 0 };
+	tw_engine_stats st;
+	int rc = prepare(e, opt, size, &s, &st);
+	if (rc)
+		return rc;
+	put_all(&s, &st);
+	if (cap)
+		buf[s.used] = '\0';
+	if (len)
+		*len = s.total;
+	return s.total < cap ? TW_OK : -TW_ENOSPACE;
+}
