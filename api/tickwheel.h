@@ -4,7 +4,8 @@
  *
  * Every function returns TW_OK (0) or a negated TW_E* code; tw_strerror()
  * names it. Times handed to the user are CLOCK_MONOTONIC nanoseconds. Any
- * thread may call any function, callbacks included, without registering.
+ * thread may call any function without registering; what a callback may call
+ * is said under "Callbacks" below.
  *
  * Task states and what may be done in each (anything else: -TW_ESTATE; an id
  * the engine does not know, or no longer keeps: -TW_ENOTFOUND):
@@ -16,14 +17,50 @@
  *   TW_COMPLETED                                          x
  *   TW_STOPPED                                            x
  *
- * "now" is read on the engine's 1 ms grid, rounded up: a delay is never
- * shortened, may be lengthened by less than 1 ms, and a due time falls on a
- * tick, so a run's lateness (start minus due_ns) is the engine's own.
- * A periodic task's next due is its previous due plus its period, never
- * "now + period": it does not drift. A firing that cannot run is skipped and
- * counted, by reason: the task's previous run is still going (serial tasks),
- * the executor's queue is full, or the engine fell behind by whole periods.
+ * TW_RUNNING: a firing of the task has been handed to an executor and has
+ * not finished (it may still wait for the executor to start it). A
+ * completed one-shot cannot be re-armed (its release has been called): add
+ * it again.
+ *
+ * Due times. "now" is read on the engine's 1 ms grid, rounded up: a delay is
+ * never shortened, may be lengthened by less than 1 ms, and a due time falls
+ * on a tick, so a run's lateness (start minus due_ns) is the engine's own. A
+ * periodic task's next due is its previous due plus its period, never
+ * "now + period": it does not drift. A delay of TW_NEVER gives a task no due
+ * at all: it waits (TW_WAITING, next_due_ns 0) until tw_set_delay or
+ * tw_resume gives it one. Tasks due in the same millisecond are handed to
+ * the executors in the order they were filed into it: tasks added, or moved
+ * earlier, in the order of those calls; a task moved later is filed into
+ * its new millisecond when its previous due comes round, behind what is
+ * there then; a task set to a due in the millisecond it is already filed
+ * in keeps its place. Runs on different executors may start in any order.
+ *
+ * Firings that cannot run at once. A one-shot's firing is never lost:
+ *  - when no executor can take it (every queue full), it waits - a task has
+ *    at most one firing waiting, so this is no backlog - and runs late, as
+ *    its lateness shows;
+ *  - when it comes due while the task's own previous run is going (a
+ *    one-shot re-armed from its own callback), it runs once right after
+ *    that run returns.
+ * A periodic task's firing is skipped and counted, by reason, since its next
+ * period comes anyway:
+ *  - skipped_overlap: the task's own previous run is still going (serial
+ *    tasks). With TW_RUN_LATE the firing runs once right after that run
+ *    returns instead (one firing waits at most; more are skipped);
+ *  - skipped_overload: no executor could take it, or the task's previous
+ *    firing is still waiting for an executor to start it;
+ *  - skipped_missed: the engine fell behind by whole periods (the process
+ *    stalled): the task runs once for its latest due and stays on its phase;
+ *    also a firing handed to an executor but dropped before it started
+ *    because the task was paused, cancelled or stopped.
  * Due firings always equal runs plus skips; nothing is queued as backlog.
+ *
+ * No task holds up another. Firings are queued to executor threads; a
+ * firing queued behind a run that has lasted more than a millisecond is
+ * taken by another executor that is free, and new firings go around that
+ * run. With cfg.run_limit_ms, a run that lasts longer is stuck: it is
+ * counted and logged, shown by tw_get, and when every executor is held by
+ * such runs a spare executor is started (up to cfg.spare_executors).
  *
  * Once tw_pause or tw_cancel returns, no new run of the task starts: a run
  * already going finishes; a firing handed to an executor but not started is
@@ -32,8 +69,31 @@
  * runs in the thread that ended the task (the canceller, the stopper) or on
  * an executor, never on the wheel thread. A tw_add that fails never calls it.
  *
- * tw_stats and tw_quiesce answer after a stop too; every other call then answers
- * -TW_ESHUTDOWN, except tw_engine_destroy.
+ * Callbacks run on executor threads and may call any function, with these
+ * exceptions: tw_quiesce answers -TW_ECALLBACK (it would wait for the
+ * caller's own run); tw_engine_stop stops the engine and waits for the other
+ * runs only (the caller's task is released after its run returns);
+ * tw_engine_destroy stops the engine at once and is completed by the
+ * executor when the callback returns (the engine must not be used after
+ * the call, as anywhere else).
+ *
+ * The manual clock (cfg.manual_clock, for tests) moves only by tw_advance,
+ * and firings happen only inside tw_advance: a task due at the current
+ * manual time (a delay of 0, a re-arm to 0 from a callback) waits for the
+ * next tw_advance, even tw_advance(e, 0). After tw_advance(e, ms) and
+ * tw_quiesce, every firing due at or before the new time has run (or been
+ * skipped by the rules above) and no other has; callbacks see the new time
+ * as now, so a one-shot armed from a callback for 1 ms comes due 1 ms after
+ * the end of that tw_advance.
+ *
+ * fork(): an engine belongs to the process that created it. In a child
+ * process every call on it answers -TW_EFORKED, and tw_engine_destroy
+ * returns without touching it (its threads do not exist there; its memory is
+ * the parent's copy, and goes with exec or exit). A child creates its own
+ * engine.
+ *
+ * After a stop, tw_stats and tw_quiesce still answer; every other call then
+ * answers -TW_ESHUTDOWN, except tw_engine_destroy.
  */
 #ifndef TICKWHEEL_H
 #define TICKWHEEL_H
@@ -80,23 +140,34 @@ enum {
 	TW_ESHUTDOWN, /* the engine is stopping or stopped */
 	TW_ELIMIT,    /* max_tasks live tasks already */
 	TW_ETIMEDOUT, /* tw_engine_stop: runs were still going at the drain limit */
+	TW_ECALLBACK, /* not allowed inside a callback (tw_quiesce: it would wait for itself) */
+	TW_EFORKED,   /* the engine was created by the parent of this forked process */
 };
 
 typedef enum { TW_WAITING, TW_RUNNING, TW_PAUSED, TW_COMPLETED, TW_STOPPED } tw_state;
 
-enum { TW_CONCURRENT = 1u << 0 }; /* runs of the task may overlap */
+enum {
+	TW_CONCURRENT = 1u << 0, /* runs of the task may overlap */
+	/* Periodic, serial: a firing due while the task's previous run is going runs once
+	 * right after that run returns, rather than being skipped (see above). */
+	TW_RUN_LATE = 1u << 1,
+};
 
-/* The longest delay or period accepted: about 278 years (due times in ns fit 64 bits). */
+/* The longest delay or period accepted: about 278 years (due times in ns fit 64 bits). A
+ * longer one is refused with -TW_ERANGE, except TW_NEVER. */
 #define TW_MAX_DELAY_MS (UINT64_C(1) << 43)
+/* As a delay: no due at all; the task waits until it is given one. Not a period. */
+#define TW_NEVER UINT64_MAX
 
 typedef struct {
 	tw_id id;
 	uint64_t due_ns;  /* the ideal due time this run stands for (a tick of the 1 ms grid) */
 	uint64_t run;     /* runs of this task started so far, this one included: 1, 2, 3 ... */
-	uint64_t skipped; /* due firings skipped since the previous run */
+	uint64_t skipped; /* due firings skipped since the previous run; stops at 2^32 - 1 */
 } tw_fire;
 
-/* Runs on an executor thread, never on the wheel thread. Nonzero = failure. */
+/* Runs on an executor thread, never on the wheel thread. Nonzero = failure: max_failures
+ * failures in a row pause the task, one-shots included (tw_resume runs it again). */
 typedef int (*tw_callback)(const tw_fire *fire, void *arg);
 
 typedef struct {
@@ -105,7 +176,7 @@ typedef struct {
 	tw_callback callback; /* required */
 	void *arg;
 	void (*release)(void *arg); /* optional, called exactly once when the task is gone */
-	unsigned flags;             /* TW_CONCURRENT: runs may overlap (default: serial) */
+	unsigned flags;             /* TW_CONCURRENT, TW_RUN_LATE (default: serial, skip overlaps) */
 } tw_task_spec;
 
 typedef struct {
@@ -118,7 +189,8 @@ typedef struct {
 	uint64_t last_run_ns, longest_run_ns; /* durations of runs */
 	bool paused_by_failures;
 	bool concurrent;
-	uint32_t running; /* runs in progress */
+	uint32_t running; /* firings handed to executors and not finished */
+	bool stuck;       /* a run of it has lasted longer than run_limit_ms and goes on */
 } tw_task_info;
 
 enum { TW_LOG_ERROR, TW_LOG_WARNING, TW_LOG_INFO };
@@ -135,6 +207,8 @@ typedef struct {
 	void *log_arg;
 	bool manual_clock; /* time moves only by tw_advance(); for tests */
 	bool coarse_clock; /* "now" of add, set_delay, resume from CLOCK_MONOTONIC_COARSE; below */
+	uint64_t run_limit_ms;     /* a run longer than this is stuck (see above); 0 = no limit */
+	unsigned spare_executors;  /* started while every executor is stuck; default 2 */
 } tw_config;
 
 /*
@@ -161,6 +235,8 @@ typedef struct {
 	uint64_t wheel_wakeups;
 	uint64_t lateness_us[TW_LATENESS_BUCKETS]; /* run start minus due */
 	uint64_t lateness_max_ns;
+	uint64_t stuck_runs;      /* runs that went past run_limit_ms, ever */
+	uint64_t spare_executors; /* spare executors started, now running */
 } tw_engine_stats;
 
 /*
@@ -203,10 +279,23 @@ static inline int tw_engine_create(const tw_config *cfg, tw_engine **out)
 	return tw_engine_create_sized(cfg, sizeof *cfg, out);
 }
 
-/* Stops firing, refuses new operations, waits up to drain_timeout_ms for runs
- * in progress (-TW_ETIMEDOUT if some are still going) and releases every task. */
+/*
+ * Stops firing, refuses new operations, releases at once every task with no
+ * run going (a firing queued but not started counts as none: it is dropped,
+ * counted as missed), then waits up to drain_timeout_ms for the runs in
+ * progress; each of those tasks is released when its run returns.
+ * -TW_ETIMEDOUT if runs were still going at the limit; -TW_ESHUTDOWN if the
+ * engine was stopped before. From a callback it waits for the other runs only.
+ */
 TW_API int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms);
-/* Stops the engine if needed, waits for every run still going, frees all. */
+/*
+ * Stops the engine if needed, waits for every run still going, frees all.
+ * A run past run_limit_ms is not waited for: its executor thread is left to
+ * finish it, and what that run still needs (the engine's memory, the
+ * task's release) is freed and called when it returns - never, if it never
+ * returns. Without run_limit_ms, destroy waits as long as a run goes on.
+ * From a callback, see "Callbacks". NULL: nothing.
+ */
 TW_API void tw_engine_destroy(tw_engine *e);
 
 static inline int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
@@ -214,7 +303,9 @@ static inline int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 	return tw_add_sized(e, spec, sizeof *spec, out);
 }
 
-TW_API int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms); /* next due = now + delay */
+/* Next due = now + delay_ms (TW_NEVER: none). On a paused task it applies on resume. On a
+ * one-shot whose firing was handed out it re-arms the task: it runs again after that run. */
+TW_API int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms);
 /*
  * tw_set_delay on many tasks at once, as a gateway that reads its messages in
  * batches resets their sessions: each task's next due = now + delay_ms, now
@@ -228,9 +319,14 @@ TW_API int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms); /* next due 
  */
 TW_API int tw_set_delay_many(tw_engine *e, const tw_id *ids, size_t n, uint64_t delay_ms,
 			     int *results);
-TW_API int tw_set_period(tw_engine *e, tw_id id, uint64_t period_ms); /* from the next firing on */
+/* From the next firing on: the due after it is its due + period_ms. 0 makes the task a
+ * one-shot that completes after that run; a one-shot given a period before its firing is
+ * handed out becomes periodic. TW_NEVER is not a period (-TW_ERANGE). */
+TW_API int tw_set_period(tw_engine *e, tw_id id, uint64_t period_ms);
 TW_API int tw_pause(tw_engine *e, tw_id id);
-TW_API int tw_resume(tw_engine *e, tw_id id); /* next due = now + period (one-shot: + its delay) */
+/* Next due = now + period (a one-shot, or a task given a delay while paused: + that delay);
+ * clears consecutive_failures and paused_by_failures. */
+TW_API int tw_resume(tw_engine *e, tw_id id);
 TW_API int tw_cancel(tw_engine *e, tw_id id);
 
 /* A task's state and counts; a lock-free read. */
@@ -245,8 +341,11 @@ static inline int tw_stats(tw_engine *e, tw_engine_stats *out)
 }
 
 TW_API const char *tw_strerror(int code);
-TW_API int tw_advance(tw_engine *e, uint64_t ms); /* manual clock only */
-TW_API int tw_quiesce(tw_engine *e);              /* waits until no run is in progress */
+/* Manual clock only: moves time by ms and hands out every firing due up to the new time
+ * (see "The manual clock"); returns once they are handed out, not run. */
+TW_API int tw_advance(tw_engine *e, uint64_t ms);
+/* Waits until no run is in progress; -TW_ECALLBACK from a callback. */
+TW_API int tw_quiesce(tw_engine *e);
 
 /*
  * Parses a duration as people write it into nanoseconds: a decimal number and
