@@ -29,11 +29,14 @@
  * "now + period": it does not drift. A delay of TW_NEVER gives a task no due
  * at all: it waits (TW_WAITING, next_due_ns 0) until tw_set_delay or
  * tw_resume gives it one. Tasks due in the same millisecond are handed to
- * the executors in the order they were filed into it: tasks added, or moved
- * earlier, in the order of those calls; a task moved later is filed into
- * its new millisecond when its previous due comes round, behind what is
- * there then; a task set to a due in the millisecond it is already filed
- * in keeps its place. Runs on different executors may start in any order.
+ * the executors in the order they were filed into it. A task added, moved
+ * earlier or resumed is filed when the wheel thread takes in that change,
+ * and it takes changes in the order they were made - except that a task
+ * changed again before its earlier change was taken in keeps that earlier
+ * change's place. A task moved later is filed into its new millisecond
+ * when its previous due comes round, behind what is there then; a task set
+ * to a due in the millisecond it is already filed in keeps its place. Runs
+ * on different executors may start in any order.
  *
  * Firings that cannot run at once. A one-shot's firing is never lost:
  *  - when no executor can take it (every queue full), it waits - a task has
@@ -184,7 +187,9 @@ typedef struct {
 
 typedef struct {
 	tw_state state;
-	uint64_t period_ms, next_due_ns; /* next_due_ns: 0 when nothing is due */
+	/* next_due_ns: 0 when nothing is due; a one-shot whose firing came due and waits (for
+	 * room, or for its own run to return) shows that firing's due. */
+	uint64_t period_ms, next_due_ns;
 	uint64_t runs, failures, consecutive_failures, slow_runs;
 	/* Skips by reason; a task's own counts stop at 2^32 - 1 (the engine's
 	 * totals in tw_engine_stats do not). */
@@ -422,8 +427,9 @@ static inline int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
  *
  * TW_NEVER: no due until one is given. On a paused task the delay applies on
  * resume. On a one-shot whose firing was handed out it re-arms the task: it
- * runs again after that run (from its own callback too). A completed
- * one-shot cannot be re-armed: add it again.
+ * runs again after that run (from its own callback too). The new due
+ * replaces a firing that came due and waits for the task's own run to
+ * return. A completed one-shot cannot be re-armed: add it again.
  *
  * Return: TW_OK; -TW_ENOTFOUND for an id the engine does not keep;
  * -TW_ESTATE for a completed or stopped task; -TW_ERANGE for a delay above

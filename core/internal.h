@@ -113,8 +113,9 @@ enum {
 	TRAIT_CONCURRENT = 1,         /* immutable while live */
 	TRAIT_PAUSED_BY_FAILURES = 2, /* under lock */
 	TRAIT_RUN_LATE = 4,           /* TW_RUN_LATE; immutable while live */
-	TRAIT_STARTED = 8,            /* under lock: a run of it has started and not returned */
+	TRAIT_QUEUED = 8,             /* under lock: a firing of it waits in a ring, not taken */
 	TRAIT_STUCK = 16,             /* under lock: that run is past run_limit_ms */
+	TRAIT_DROP = 32, /* under lock: the queued firing was dropped (and counted) by a pause */
 };
 
 _Static_assert(sizeof(struct tw_task) == 64, "the hot part is one cache line");

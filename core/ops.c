@@ -218,6 +218,7 @@ static ALWAYS_INLINE int op_set_delay(struct tw_engine *e, struct tw_task *task,
 		task->delay_pending = true;
 		return TW_OK;
 	}
+	task->rerun = false; /* the new due replaces a firing that waits for the run to return */
 	set_due(e, task, tw__engine_due_at_ns(e, now_ns, delay_ms), after);
 	return TW_OK;
 }
@@ -260,6 +261,14 @@ static int op_pause(struct tw_engine *e, struct tw_task *task, uint64_t unused, 
 	 * the task's run to return is dropped now. */
 	if (task->rerun) {
 		task->rerun = false;
+		bump_skips(&task_cold(task)->skipped_missed, 1);
+		add_skipped(task, 1);
+	}
+	/* A firing queued and not taken is dropped now, counted now, and not run even if the
+	 * task is resumed before an executor takes it out (it keeps the task's place till then). */
+	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
+	if ((traits & (TRAIT_QUEUED | TRAIT_DROP)) == TRAIT_QUEUED) {
+		task_put_traits(task, TRAIT_DROP, 0);
 		bump_skips(&task_cold(task)->skipped_missed, 1);
 		add_skipped(task, 1);
 	}

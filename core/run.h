@@ -122,6 +122,11 @@ static bool run_ended(struct executor *x, struct tw_task *task, struct firing *f
 static bool may_start(struct tw_engine *e, struct tw_task *task, const struct firing *f)
 {
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	if (task_has_trait(task, TRAIT_DROP)) { /* dropped by tw_pause, counted there */
+		task_put_traits(task, 0, TRAIT_DROP);
+		add_skipped(task, f->skipped);
+		return false;
+	}
 	if (!atomic_load_explicit(&e->stopping, memory_order_relaxed) &&
 	    (state == TW_WAITING || state == TW_RUNNING))
 		return true;
@@ -145,8 +150,7 @@ static inline __attribute__((always_inline)) void run_firing(struct executor *x,
 			.run = starts ? bump(&cold->runs) : 0,
 			.skipped = f->skipped,
 		};
-		if (starts)
-			task_put_traits(task, TRAIT_STARTED, 0);
+		task_put_traits(task, 0, TRAIT_QUEUED); /* taken: started, or dropped */
 		tw__task_unlock(task);
 		int rc = 0;
 		uint64_t took = 0;
@@ -172,7 +176,7 @@ static inline __attribute__((always_inline)) void run_firing(struct executor *x,
 		uint32_t paused_after = 0;
 		if (starts) {
 			paused_after = account(x, task, cold, rc, took);
-			task_put_traits(task, 0, TRAIT_STARTED | TRAIT_STUCK);
+			task_put_traits(task, 0, TRAIT_STUCK);
 		}
 		struct after_unlock after = { 0 };
 		again = run_ended(x, task, f, &after);

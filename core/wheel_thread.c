@@ -308,11 +308,6 @@ static enum dispatched overlapping(struct tw_engine *e, struct tw_task *task, bo
 {
 	struct task_cold *cold = task_cold(task);
 	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
-	if (periodic && !(traits & TRAIT_STARTED)) {
-		/* Its previous firing still waits for an executor: not an overlap. */
-		skip(task, &cold->skipped_overload, &e->skipped_overload, 1);
-		return SKIPPED;
-	}
 	if (periodic && !(traits & TRAIT_RUN_LATE)) {
 		skip(task, &cold->skipped_overlap, &e->skipped_overlap, 1);
 		return SKIPPED;
@@ -327,9 +322,19 @@ static enum dispatched overlapping(struct tw_engine *e, struct tw_task *task, bo
 static enum dispatched dispatch(struct tw_engine *e, struct tw_task *task, uint64_t due_ns,
 				bool periodic)
 {
-	bool concurrent = task_concurrent(task);
-	if (!concurrent && atomic_load_explicit(&task->running, memory_order_relaxed))
-		return overlapping(e, task, periodic);
+	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
+	bool concurrent = traits & TRAIT_CONCURRENT;
+	if (atomic_load_explicit(&task->running, memory_order_relaxed)) {
+		/* Its previous firing still waits for an executor (serial or concurrent
+		 * alike): a periodic task's is an overload, not an overlap; a one-shot's waits
+		 * for that run. A task never has two firings waiting. */
+		if (periodic && (traits & TRAIT_QUEUED)) {
+			skip(task, &task_cold(task)->skipped_overload, &e->skipped_overload, 1);
+			return SKIPPED;
+		}
+		if (!concurrent || (traits & TRAIT_QUEUED))
+			return overlapping(e, task, periodic);
+	}
 	struct firing f = { .task = task,
 			    .due_ns = due_ns,
 			    .skipped = task->skipped ? task_cold(task)->skipped_since_run : 0 };
@@ -341,6 +346,7 @@ static enum dispatched dispatch(struct tw_engine *e, struct tw_task *task, uint6
 	}
 	/* The lock is held: the executor counts the run's end only after this. */
 	bump32(&task->running);
+	task_put_traits(task, TRAIT_QUEUED, 0);
 	take_skipped(task);
 	atomic_store_explicit(&task->state, TW_RUNNING, memory_order_relaxed);
 	return DISPATCHED;
