@@ -95,8 +95,8 @@
  * the parent's copy, and goes with exec or exit). A child creates its own
  * engine.
  *
- * After a stop, tw_get, tw_stats and tw_quiesce still answer; every other
- * call then answers -TW_ESHUTDOWN, except tw_engine_destroy.
+ * After a stop, tw_get, tw_stats, tw_quiesce and tw_list still answer;
+ * every other call then answers -TW_ESHUTDOWN, except tw_engine_destroy.
  */
 #ifndef TICKWHEEL_H
 #define TICKWHEEL_H
@@ -306,8 +306,9 @@ typedef int (*tw_metrics_writer)(void *ctx, const char *data, size_t len);
  *    than the library's own gets the defaults for the fields it lacks (zero,
  *    or tw_config_init's values); a longer one is accepted only if every
  *    byte the library does not know is zero, else -TW_EINVAL;
- *  - a struct the library fills (tw_task_info, tw_engine_stats) is filled up
- *    to the caller's size; bytes past the library's own size are zeroed.
+ *  - a struct the library fills (tw_task_info, tw_engine_stats, and the
+ *    tw_task_info that tw_list hands its visitor) is filled up to the
+ *    caller's size; bytes past the library's own size are zeroed.
  * So a program built against an older header keeps working with a newer
  * library of the same major version. Initialize structs you hand in with
  * tw_config_init or "= {0}" (or designated initializers), never leave
@@ -319,6 +320,10 @@ TW_API void tw_config_init_sized(tw_config *cfg, size_t size);
 TW_API int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out);
 TW_API int tw_add_sized(tw_engine *e, const tw_task_spec *spec, size_t size, tw_id *out);
 TW_API int tw_get_sized(tw_engine *e, tw_id id, tw_task_info *out, size_t size);
+/* tw_list's visitor gets a tw_task_info of info_size bytes (filled as tw_get fills one). */
+typedef int (*tw_visit_fn)(tw_id id, const tw_task_info *info, void *ctx);
+TW_API int tw_list_sized(tw_engine *e, unsigned flags, tw_visit_fn visit, void *ctx,
+			 size_t info_size);
 TW_API int tw_stats_sized(tw_engine *e, tw_engine_stats *out, size_t size);
 
 TW_API int tw_metrics_write_sized(tw_engine *e, const tw_metrics_options *opt, size_t size,
@@ -551,6 +556,50 @@ static inline int tw_metrics_write(tw_engine *e, const tw_metrics_options *opt,
 				   tw_metrics_writer write, void *ctx)
 {
 	return tw_metrics_write_sized(e, opt, sizeof *opt, write, ctx);
+}
+
+/* tw_list's flags. */
+enum {
+	TW_LIST_ENDED = 1u << 0, /* visit the ended tasks still kept (retain_ms) too */
+};
+
+/*
+ * Visits the engine's tasks without stopping it: visit(id, info, ctx) is
+ * called once per task, info being what tw_get would answer for it when it
+ * was read (valid during that call only). Without flags the live tasks are
+ * visited (TW_WAITING, TW_RUNNING, TW_PAUSED); with TW_LIST_ENDED also the
+ * ended ones still kept (TW_COMPLETED, TW_STOPPED; retain_ms). Tasks come in
+ * the order of their slots, not of their ids or dues.
+ *
+ * Tasks are added, fire, change and end during the walk, and it is no
+ * snapshot of one instant: each task is read when its turn comes. A task
+ * that exists for the whole walk is visited exactly once; one added or
+ * ended during it, once or not at all; no id is visited twice.
+ *
+ * The walk blocks nothing and waits for nothing: it takes no lock (but a
+ * task's own lock for a few instructions, as tw_get, when its period is
+ * 2^31 ms or more), and holds no lock or RCU read-side section while visit
+ * runs. So visit may call any function on any task, the one visited
+ * included (cancel it, pause it, add tasks: visited or not, as above),
+ * tw_list again, tw_engine_stop (the tasks are ended then: the walk goes on
+ * and, without TW_LIST_ENDED, visits no more); not tw_engine_destroy of this
+ * engine: return nonzero, then destroy. tw_list may be called from a
+ * callback. After tw_engine_stop it still answers: every task is ended then,
+ * and with TW_LIST_ENDED it visits their final states and counts.
+ *
+ * Returns 0 once every task was visited, or the first nonzero value visit
+ * returned: that stops the walk (return positive values to tell them from
+ * the codes below). -TW_EINVAL for a NULL engine or visit, or unknown
+ * flags; -TW_ENOMEM if an info_size above the library's tw_task_info found
+ * no memory for a copy; -TW_EFORKED in a forked child.
+ *
+ * Cost: O(slots), the most tasks the engine has held at once (slots are
+ * reused, never freed), read in order, plus visit's own time (perf/README.md
+ * has the time per task, from bench-engine list).
+ */
+static inline int tw_list(tw_engine *e, unsigned flags, tw_visit_fn visit, void *ctx)
+{
+	return tw_list_sized(e, flags, visit, ctx, sizeof(tw_task_info));
 }
 
 /*

@@ -399,6 +399,9 @@ struct tw_task *tw__table_find(struct task_table *t, tw_id id);
 /* The slot that id names, whatever it now holds, or NULL: its address only,
  * for a prefetch. Call inside an RCU read-side section. */
 struct tw_task *tw__table_slot(struct task_table *t, tw_id id);
+/* Chunk i's TABLE_CHUNK_SLOTS slots, or NULL past the last chunk; not inside a read-side
+ * section. Chunks are never moved or freed before the engine: read them outside one. */
+struct tw_task *tw__table_chunk(struct task_table *t, size_t i);
 /* Calls fn on every slot of every chunk; not inside a read-side section. */
 void tw__table_for_each(struct task_table *t, void (*fn)(struct tw_task *, void *), void *ctx);
 

@@ -183,24 +183,28 @@ struct tw_task *tw__table_find(struct task_table *t, tw_id id)
 
 /*
  * Chunks live as long as the engine, so only fetching a chunk's address needs
- * a read-side section: fn runs outside one and may call user code (a release
- * that destroys another engine waits for grace periods).
+ * a read-side section: the caller reads the chunk outside one.
  */
+struct tw_task *tw__table_chunk(struct task_table *t, size_t i)
+{
+	read_section_begin();
+	struct task_dir *d = rcu_dereference(t->dir);
+	HANDOVER_ACQUIRE(d);
+	struct tw_task *chunk = NULL;
+	if (i < atomic_load_explicit(&d->chunks, memory_order_acquire))
+		chunk = atomic_load_explicit(&d->chunk[i], memory_order_acquire);
+	read_section_end();
+	return chunk;
+}
+
+/* fn runs outside a read-side section and may call user code (a release that destroys
+ * another engine waits for grace periods). */
 void tw__table_for_each(struct task_table *t, void (*fn)(struct tw_task *, void *), void *ctx)
 {
-	for (size_t i = 0;; i++) {
-		read_section_begin();
-		struct task_dir *d = rcu_dereference(t->dir);
-		HANDOVER_ACQUIRE(d);
-		struct tw_task *chunk = NULL;
-		if (i < atomic_load_explicit(&d->chunks, memory_order_acquire))
-			chunk = atomic_load_explicit(&d->chunk[i], memory_order_acquire);
-		read_section_end();
-		if (!chunk)
-			return;
+	struct tw_task *chunk;
+	for (size_t i = 0; (chunk = tw__table_chunk(t, i)); i++)
 		for (size_t j = 0; j < TABLE_CHUNK_SLOTS; j++)
 			fn(&chunk[j], ctx);
-	}
 }
 
 /* Critical sections are a few dozen instructions: spin, then yield. */

@@ -1,6 +1,6 @@
 /*
  * bench_engine.c - the engine benchmark: `bench-engine [SUBCOMMAND] [options]`
- * with the subcommands ops, dispatch, idle, heartbeats and all (the default),
+ * with the subcommands ops, dispatch, idle, heartbeats, list and all (the default),
  * each printing a table of figures next to the targets of issue 3; and the
  * helpers they share (clock, statistics, table, engine set-up).
  *
@@ -286,15 +286,15 @@ int touching_callback(const tw_fire *fire, void *arg)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: bench-engine [ops|dispatch|idle|heartbeats|all] [options]\n"
-		"  --tasks N       ops: live tasks (1000000); dispatch: tasks per tick on the\n"
+		"usage: bench-engine [ops|dispatch|idle|heartbeats|list|all] [options]\n"
+		"  --tasks N       ops, list: live tasks (1000000); dispatch: tasks per tick on the\n"
 		"                  manual clock (100000); heartbeats: tasks (100000)\n"
 		"  --real-tasks N  dispatch on the real clock: tasks at a 1 ms period (4000)\n"
 		"  --seconds S     dispatch (3 per case), idle (10), heartbeats (10)\n"
 		"  --executors N   executor threads (default 0: one per online CPU)\n"
-		"  --rounds R      ops: measured passes per figure (5)\n"
+		"  --rounds R      ops, list: measured passes per figure (5)\n"
 		"  --seed X        random seed (1)\n"
-		"With `all` (the default: idle, ops, dispatch, heartbeats) each option applies\n"
+		"With `all` (the default: idle, ops, dispatch, heartbeats, list) each option applies\n"
 		"to every subcommand that uses it.\n");
 }
 
@@ -366,10 +366,9 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*run)(const struct options *);
 	} subcommands[] = {
-		{ "idle", run_idle },
-		{ "ops", run_ops },
-		{ "dispatch", run_dispatch },
-		{ "heartbeats", run_heartbeats },
+		{ "idle", run_idle },         { "ops", run_ops },
+		{ "dispatch", run_dispatch }, { "heartbeats", run_heartbeats },
+		{ "list", run_list },
 	};
 	enum { COUNT = sizeof subcommands / sizeof subcommands[0] };
 	bool all = !strcmp(command, "all"), found = all;

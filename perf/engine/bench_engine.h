@@ -34,6 +34,7 @@ void run_ops(const struct options *opt);
 void run_dispatch(const struct options *opt);
 void run_idle(const struct options *opt);
 void run_heartbeats(const struct options *opt);
+void run_list(const struct options *opt);
 
 /* ---- clock and CPU ---- */
 uint64_t now_ns(void);              /* CLOCK_MONOTONIC */

@@ -24,7 +24,10 @@
  *    may still be going, and is allowed;
  *  - runs of a serial task never overlap; fire.id is the task's id; no run
  *    starts before its due time, or after tw_engine_stop returned TW_OK;
- *  - every return code is one the API documents for the situation.
+ *  - every return code is one the API documents for the situation;
+ *  - tw_list, from application threads and callbacks, visits only ids that
+ *    tw_add handed out, each once, and without TW_LIST_ENDED only live tasks;
+ *    a nonzero answer of its visitor stops it and is what it returns.
  *
  * Usage: stress_engine [seconds of phase 1, default 3]. The environment can
  * set STRESS_SECONDS (the same), STRESS_ROUNDS (teardown rounds of phase 2,
@@ -113,7 +116,10 @@ struct phase {
 	_Atomic bool destroyed; /* tw_engine_destroy returned */
 	_Atomic uint64_t ops, adds, add_shutdown, pool_full, lost_slot, cancels;
 	_Atomic uint64_t late_releases, log_warnings, running_at_stop;
-	_Atomic long live; /* tasks added and not released; approximate */
+	_Atomic long live;    /* tasks added and not released; approximate */
+	_Atomic tw_id *known; /* ids tw_add handed out: an open-addressing set */
+	size_t known_mask;
+	_Atomic uint64_t walks, visits;
 };
 
 static _Atomic unsigned long violations;
@@ -200,6 +206,37 @@ static bool shutdown_ok(struct phase *ph, int rc)
 	return rc == -TW_ESHUTDOWN && atomic_load(&ph->stopping);
 }
 
+/* ---- ids handed out, for tw_list's visitors ---- */
+
+static size_t id_hash(struct phase *ph, tw_id id)
+{
+	return (size_t)((id * UINT64_C(0x9e3779b97f4a7c15)) >> 20) & ph->known_mask;
+}
+
+static void know_id(struct phase *ph, tw_id id)
+{
+	for (size_t h = id_hash(ph, id), n = 0; n <= ph->known_mask;
+	     h = (h + 1) & ph->known_mask, n++) {
+		tw_id empty = 0;
+		if (atomic_compare_exchange_strong(&ph->known[h], &empty, id) || empty == id)
+			return;
+	}
+	fail("%s: the set of known ids is full", ph->name);
+}
+
+static bool id_known(struct phase *ph, tw_id id)
+{
+	for (size_t h = id_hash(ph, id), n = 0; n <= ph->known_mask;
+	     h = (h + 1) & ph->known_mask, n++) {
+		tw_id k = atomic_load_explicit(&ph->known[h], memory_order_relaxed);
+		if (k == id)
+			return true;
+		if (!k)
+			return false;
+	}
+	return false;
+}
+
 /* ---- tasks ---- */
 
 static int callback(const tw_fire *fire, void *arg);
@@ -251,6 +288,7 @@ static struct rec *add_task(struct phase *ph, unsigned kind, bool one_shot)
 		if (!id)
 			fail("tw_add returned TW_OK and id 0");
 		atomic_store(&r->id, id);
+		know_id(ph, id);
 		atomic_fetch_add(&ph->adds, 1);
 		return r;
 	}
@@ -353,6 +391,63 @@ static int set_delay_many(struct phase *ph, tw_id id)
 	return results[0];
 }
 
+enum { WALK_STOP = 7, WALK_UNKNOWN = 16 };
+
+struct walk {
+	struct phase *ph;
+	unsigned flags;
+	size_t visits, stop_at;      /* stop_at: answer WALK_STOP at this visit (0: never) */
+	tw_id unknown[WALK_UNKNOWN]; /* ids not (yet) known when visited */
+	size_t unknowns;
+};
+
+static int list_visit(tw_id id, const tw_task_info *info, void *ctx)
+{
+	struct walk *w = ctx;
+	w->visits++;
+	if (!id_known(w->ph, id) && w->unknowns < WALK_UNKNOWN)
+		w->unknown[w->unknowns++] = id;
+	if (info->state > TW_STOPPED ||
+	    (!(w->flags & TW_LIST_ENDED) && info->state >= TW_COMPLETED))
+		fail("%s: tw_list (flags %u) visited task %" PRIu64 " in state %d", w->ph->name,
+		     w->flags, id, (int)info->state);
+	if (!info->concurrent && info->running > 1)
+		fail("%s: tw_list: serial task %" PRIu64 ": %u runs in progress", w->ph->name, id,
+		     info->running);
+	/* Sometimes the visitor reads the task it visits, or walks again inside the walk. */
+	tw_task_info again;
+	int rc = rnd(8) ? TW_OK : tw_get(w->ph->engine, id, &again);
+	if (rc != TW_OK && rc != -TW_ENOTFOUND && !shutdown_ok(w->ph, rc))
+		fail("%s: tw_get in a tw_list visitor: unexpected %s", w->ph->name, rc_name(rc));
+	return w->visits == w->stop_at ? WALK_STOP : 0;
+}
+
+/* tw_list over the engine; each id it visited must be one that tw_add handed out. A task is
+ * visible to the walk from inside tw_add: an id not known yet is known once every tw_add
+ * going on returned, so it is looked up again for a while. */
+static int list_tasks(struct phase *ph)
+{
+	struct walk w = { .ph = ph,
+			  .flags = rnd(2) ? TW_LIST_ENDED : 0,
+			  .stop_at = rnd(4) ? 0 : 1 + rnd(200) };
+	int rc = tw_list(ph->engine, w.flags, list_visit, &w);
+	int want = w.stop_at && w.visits == w.stop_at ? WALK_STOP : 0;
+	if (rc != want)
+		fail("%s: tw_list answered %d after %zu visits, wanted %d", ph->name, rc, w.visits,
+		     want);
+	atomic_fetch_add(&ph->walks, 1);
+	atomic_fetch_add(&ph->visits, w.visits);
+	uint64_t deadline = now_ns() + UINT64_C(5000000000);
+	for (size_t i = 0; i < w.unknowns; i++) {
+		while (!id_known(ph, w.unknown[i]) && now_ns() < deadline)
+			sleep_us(100);
+		if (!id_known(ph, w.unknown[i]))
+			fail("%s: tw_list visited id %" PRIu64 ", which tw_add never handed out",
+			     ph->name, w.unknown[i]);
+	}
+	return TW_OK;
+}
+
 /* One random operation on a random slot, from an application thread or a callback. */
 static void slot_op(struct phase *ph)
 {
@@ -413,10 +508,13 @@ static void slot_op(struct phase *ph)
 		if (rc == TW_OK)
 			cancelled(ph, r, id);
 		gone = rc == TW_OK || rc == -TW_ESTATE;
-	} else {
+	} else if (op < 99) {
 		name = "tw_stats";
 		tw_engine_stats stats;
 		rc = tw_stats(ph->engine, &stats);
+	} else {
+		name = "tw_list";
+		rc = list_tasks(ph);
 	}
 	if (rc == -TW_ENOTFOUND)
 		gone = true;
@@ -663,8 +761,13 @@ static void run_phase(struct phase *ph, struct totals *sum)
 {
 	uint64_t t0 = now_ns();
 	ph->pool = calloc(ph->pool_size, sizeof *ph->pool);
-	if (!ph->pool) {
+	for (ph->known_mask = 1023; ph->known_mask < 2 * ph->pool_size;)
+		ph->known_mask = ph->known_mask * 2 + 1;
+	ph->known = calloc(ph->known_mask + 1, sizeof *ph->known);
+	if (!ph->pool || !ph->known) {
 		fail("out of memory");
+		free(ph->pool);
+		free(ph->known);
 		return;
 	}
 	tw_config cfg;
@@ -682,6 +785,7 @@ static void run_phase(struct phase *ph, struct totals *sum)
 	if (rc) {
 		fail("%s: tw_engine_create: %s", ph->name, rc_name(rc));
 		free(ph->pool);
+		free(ph->known);
 		return;
 	}
 	for (unsigned i = 0; i < SLOTS; i++)
@@ -753,8 +857,11 @@ static void run_phase(struct phase *ph, struct totals *sum)
 	else
 		printf("stress:   %s: %" PRIu64 " tasks had a run going when stopped\n", ph->name,
 		       atomic_load(&ph->running_at_stop));
+	printf("stress:   %s: %" PRIu64 " tw_list walks, %" PRIu64 " tasks visited\n", ph->name,
+	       atomic_load(&ph->walks), atomic_load(&ph->visits));
 	printf("stress:   %s: %.2f s\n", ph->name, (double)(now_ns() - t0) / 1e9);
 	free(ph->pool);
+	free(ph->known);
 }
 
 int main(int argc, char **argv)
