@@ -203,13 +203,17 @@ typedef struct {
 
 enum { TW_LOG_ERROR, TW_LOG_WARNING, TW_LOG_INFO };
 
+/* The most firings an executor's queue may hold; more: -TW_EINVAL. */
+#define TW_MAX_QUEUE_CAPACITY (1u << 24)
+
 /* The most executors (and the most spare executors) an engine may have; more: -TW_EINVAL. */
 #define TW_MAX_EXECUTORS 1024u
 
 typedef struct {
 	unsigned executors;      /* executor threads; 0 = one per online CPU; <= TW_MAX_EXECUTORS */
 	bool pin_executors;      /* pin executor i to CPU i % online CPUs */
-	unsigned queue_capacity; /* firings each executor may hold; default 4096 */
+	unsigned queue_capacity; /* firings each executor may hold; default 4096 (also for 0);
+				  * at most TW_MAX_QUEUE_CAPACITY */
 	unsigned max_failures;   /* consecutive failures that pause a task; default 10, 0 = never */
 	uint64_t slow_run_ms;    /* a run longer than this counts as slow; default 100 */
 	uint64_t max_tasks;      /* cap on live tasks; 0 = none */
@@ -366,8 +370,9 @@ static inline void tw_config_init(tw_config *cfg)
  * @out: receives the engine; NULL on failure.
  *
  * Return: TW_OK; -TW_EINVAL for NULL @out or a configuration outside its
- * limits (executors or spare_executors above TW_MAX_EXECUTORS; a longer
- * struct whose unknown bytes are not zero); -TW_ENOMEM when memory runs out;
+ * limits (executors or spare_executors above TW_MAX_EXECUTORS,
+ * queue_capacity above TW_MAX_QUEUE_CAPACITY; a longer struct whose unknown
+ * bytes are not zero); -TW_ENOMEM when memory runs out;
  * -TW_ERESOURCE when the system refuses a thread or a file descriptor.
  * Any thread. Blocks while it starts 1 + executors threads; cost O(executors).
  */

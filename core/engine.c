@@ -99,7 +99,8 @@ const char *tw_strerror(int code)
 		[TW_OK] = "success",
 		[TW_EINVAL] = "invalid argument",
 		[TW_ENOTFOUND] = "no such task",
-		[TW_ESTATE] = "operation not allowed in the task's state",
+		/* Also tw_advance's answer on an engine without the manual clock. */
+		[TW_ESTATE] = "not allowed in the current state (of the task, or of the engine)",
 		[TW_ERANGE] = "delay or period out of range",
 		[TW_ENOMEM] = "out of memory",
 		[TW_ESHUTDOWN] = "engine is stopped",
@@ -166,7 +167,8 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 	config_defaults(&config);
 	if (cfg && tw__struct_in(&config, sizeof config, cfg, size))
 		return -TW_EINVAL;
-	if (config.executors > TW_MAX_EXECUTORS || config.spare_executors > TW_MAX_EXECUTORS)
+	if (config.executors > TW_MAX_EXECUTORS || config.spare_executors > TW_MAX_EXECUTORS ||
+	    config.queue_capacity > TW_MAX_QUEUE_CAPACITY)
 		return -TW_EINVAL;
 	int rc = tw__rcu_init();
 	if (rc)

@@ -561,3 +561,36 @@ Test(inputs, no_file_descriptors_is_a_resource_error)
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
 }
+
+/* Configuration values outside their documented limits are refused, and nothing is made. */
+Test(inputs, config_outside_its_limits_is_refused)
+{
+	tw_config cfg;
+	tw_engine *e = NULL;
+	tw_config_init(&cfg);
+	cfg.executors = TW_MAX_EXECUTORS + 1;
+	cr_assert_eq(tw_engine_create(&cfg, &e), -TW_EINVAL);
+	cr_assert_null(e);
+	tw_config_init(&cfg);
+	cfg.spare_executors = TW_MAX_EXECUTORS + 1;
+	cr_assert_eq(tw_engine_create(&cfg, &e), -TW_EINVAL);
+	tw_config_init(&cfg);
+	cfg.queue_capacity = TW_MAX_QUEUE_CAPACITY + 1;
+	cr_assert_eq(tw_engine_create(&cfg, &e), -TW_EINVAL);
+	/* 0 is the default queue, not a refusal; the limits themselves are accepted. */
+	tw_config_init(&cfg);
+	cfg.queue_capacity = 0;
+	cfg.executors = 1;
+	cfg.manual_clock = true;
+	cr_assert_eq(tw_engine_create(&cfg, &e), TW_OK);
+	tw_engine_destroy(e);
+	/* tw_advance on a real-clock engine: the text names the engine's state too. */
+	tw_config_init(&cfg);
+	cfg.executors = 1;
+	cr_assert_eq(tw_engine_create(&cfg, &e), TW_OK);
+	int rc = tw_advance(e, 1);
+	cr_assert_eq(rc, -TW_ESTATE);
+	cr_assert(strstr(tw_strerror(rc), "engine") != NULL, "%s", tw_strerror(rc));
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
