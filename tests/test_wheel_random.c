@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include "reference_model.h"
+#include "test_env.h"
 #include "wheel.h"
 
 #define POW2(n) (UINT64_C(1) << (n))
@@ -345,17 +346,6 @@ static void run_seed(struct run *run, const struct profile *profile, uint64_t se
 		    ops ? run->live_sum / ops : 0, run->live_max);
 	/* guards against a generator that stopped exercising hand-outs */
 	expect(run, run->handouts > ops / 20, "only %zu hand-outs", run->handouts);
-}
-
-static uint64_t env_u64(const char *name, uint64_t fallback)
-{
-	const char *text = getenv(name);
-	if (text == NULL || *text == '\0')
-		return fallback;
-	char *end;
-	uint64_t value = strtoull(text, &end, 0);
-	cr_assert(*end == '\0', "%s=%s is not a number", name, text);
-	return value;
 }
 
 static void run_profile(const struct profile *profile)

@@ -42,6 +42,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../test_env.h"
 #include "engine_model.h"
 #include "tickwheel.h"
 
@@ -1558,17 +1559,6 @@ static void plan_run(struct model *m, uint32_t label, uint64_t run, struct model
 }
 
 /* ---- shrinking and reporting ---- */
-
-static uint64_t env_u64(const char *name, uint64_t fallback)
-{
-	const char *text = getenv(name);
-	if (text == NULL || *text == '\0')
-		return fallback;
-	char *end;
-	uint64_t value = strtoull(text, &end, 0);
-	cr_assert(*end == '\0', "%s=%s is not a number", name, text);
-	return value;
-}
 
 /* Does the sequence still fail the same way, in one of `tries` replays? A failure that
  * depends on the engine's timing does not come back every time. */
