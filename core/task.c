@@ -3,8 +3,8 @@
  *
  * Tasks are stored in a generation-checked slot table: an id is the slot
  * index plus the slot's generation, so a lookup is one memory access to the
- * task itself (rculfhash costs 200-360 ns per random lookup at 1 M entries
- * here; one cache miss costs 80-100 ns). Slots come in chunks of 1077 (their
+ * task itself, where a hash table (rculfhash) costs several (perf/README.md,
+ * "Figures moved out of the code"). Slots come in chunks of 1077 (their
  * hot parts, then their cold parts: internal.h) that are never moved or freed
  * before the engine is; only the directory of chunks grows, published through
  * RCU. A slot is reused, with the next generation, only after a grace period
@@ -68,10 +68,10 @@ void tw__table_fini(struct task_table *t)
 
 /*
  * Fresh memory is faulted in a page at a time by its first write, and a page
- * fault costs about 10 us in this VM: a chunk's 40 faults would add some 400
- * ns to each of its adds. Populating the chunk in one call saves most of it
- * (a 256 KiB mapping: 640 us by memset alone, 250 us after MADV_POPULATE_WRITE,
- * measured here). Older kernels refuse the advice; memset faults them in then.
+ * fault is slow next to an add: a chunk's 40 faults, spread over its adds,
+ * would dominate them. Populating the chunk in one call saves most of it
+ * (perf/README.md, "Figures moved out of the code"). Older kernels refuse the
+ * advice; memset faults the pages in then.
  */
 static void populate(void *chunk, size_t bytes)
 {

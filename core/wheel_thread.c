@@ -201,10 +201,9 @@ static struct executor *home_executor(struct tw_engine *e, struct tw_task *task)
 /*
  * Serial firings fill one executor until what it has queued reaches FILL_NS
  * of work, then the next. Each executor woken costs a futex wake-up and a
- * context switch, which in this VM cost more than a short callback: a light
- * round is better run by one executor than split (tw-perf heartbeats, 20 000
- * tasks: CPU per run 1.55-1.77 times libev's split by task, 1.05-1.31 times
- * filled in turn; perf/README.md).
+ * context switch, which cost more than a short callback: a light round is
+ * better run by one executor than split (tw-perf heartbeats' CPU per run
+ * shows it: perf/README.md, "Figures moved out of the code").
  */
 enum {
 	FILL_NS = 200000,          /* the lateness one executor's queue may add */

@@ -65,7 +65,7 @@ enum {
 	SCAN_LIMIT = 8, /* tw__wheel_next_expiry reads slots this small exactly */
 	/* Entries a cascade moves at least per visit: a visit costs ~300
 	 * instructions of its own, and 128 entries, each a cache miss with
-	 * many timers, keep one tick's extra work near 13 us. */
+	 * many timers, bound one tick's extra work to 128 misses. */
 	MOVE_BATCH = 128,
 };
 
