@@ -1,5 +1,5 @@
 /*
- * tw-wheel-demo - the timing wheel driven by the real clock for about three seconds.
+ * wheel_demo - the timing wheel driven by the real clock for about three seconds.
  *
  * Tick k of the wheel is t0 + k ms of CLOCK_MONOTONIC, t0 being on a whole millisecond.
  * The loop sleeps with clock_nanosleep(TIMER_ABSTIME) until the tick tw__wheel_next_expiry()
@@ -61,7 +61,7 @@ static void sleep_until_tick(uint64_t tick)
 		rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 	} while (rc == EINTR);
 	if (rc != 0) {
-		fprintf(stderr, "tw-wheel-demo: clock_nanosleep failed (%d)\n", rc);
+		fprintf(stderr, "wheel_demo: clock_nanosleep failed (%d)\n", rc);
 		exit(1);
 	}
 }
@@ -90,8 +90,8 @@ int main(void)
 		wheel_entry_init(&timers[i].entry);
 		tw__wheel_add(&w, &timers[i].entry, timers[i].first);
 	}
-	printf("tw-wheel-demo: %zu timers, %d ms on a 1 ms grid of CLOCK_MONOTONIC\n",
-	       wheel_count(&w), RUN_TICKS);
+	printf("wheel_demo: %zu timers, %d ms on a 1 ms grid of CLOCK_MONOTONIC\n", wheel_count(&w),
+	       RUN_TICKS);
 	printf("%8s %11s %9s  %s\n", "due", "actual(ms)", "late(ms)", "timer");
 	sleep_until_tick(0);
 
