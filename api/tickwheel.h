@@ -537,8 +537,9 @@ static inline int tw_get(tw_engine *e, tw_id id, tw_task_info *out)
  * @out: filled on success.
  *
  * Return: TW_OK, also after a stop; -TW_EINVAL for NULL @out. Any thread;
- * never blocks. Cost O(tasks) for the counts by state (tasks_waiting,
- * tasks_running, tasks_paused), O(executors) for the rest.
+ * never blocks. Cost O(executors): the counters, the counts by state
+ * included, are kept as work happens and summed here; each is read at its
+ * own instant, so the counts by state may lag a move in flight by one.
  */
 static inline int tw_stats(tw_engine *e, tw_engine_stats *out)
 {
@@ -548,7 +549,7 @@ static inline int tw_stats(tw_engine *e, tw_engine_stats *out)
 /*
  * Writes the engine's metrics (see "Prometheus metrics") through write(ctx,
  * ...). opt may be NULL: the default prefix, no labels. The stats are read
- * once, as tw_stats reads them (O(tasks), see there), then formatted
+ * once, as tw_stats reads them (O(executors), see there), then formatted
  * without any lock and without allocating (about 4 KiB of text; more with
  * long labels).
  * It takes no lock the engine's threads wait for. Returns

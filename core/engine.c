@@ -263,30 +263,14 @@ int tw_advance(tw_engine *e, uint64_t ms)
 	return done ? TW_OK : -TW_ESHUTDOWN;
 }
 
-static void count_state(struct tw_task *task, void *ctx)
-{
-	tw_engine_stats *out = ctx;
-	if (!atomic_load_explicit(&task->id, memory_order_acquire))
-		return;
-	switch (atomic_load_explicit(&task->state, memory_order_relaxed)) {
-	case TW_WAITING:
-		out->tasks_waiting++;
-		break;
-	case TW_RUNNING:
-		out->tasks_running++;
-		break;
-	case TW_PAUSED:
-		out->tasks_paused++;
-		break;
-	default:
-		break;
-	}
-}
-
 static void gather_stats(tw_engine *e, tw_engine_stats *out)
 {
 	memset(out, 0, sizeof *out);
-	tw__table_for_each(&e->table, count_state, out);
+	uint64_t in_state[TW_PAUSED + 1];
+	tw__states_total(e, in_state); /* counted as tasks move: no walk over the table */
+	out->tasks_waiting = in_state[TW_WAITING];
+	out->tasks_running = in_state[TW_RUNNING];
+	out->tasks_paused = in_state[TW_PAUSED];
 	out->tasks_live = out->tasks_waiting + out->tasks_running + out->tasks_paused;
 	tw__ends_total(e, &out->tasks_completed, &out->tasks_stopped);
 	out->skipped_overlap = atomic_load(&e->skipped_overlap);

@@ -425,7 +425,54 @@ struct ring_slot {
 /* Tasks ended, counted by the thread that ended them. */
 struct end_counts {
 	_Atomic uint64_t completed, stopped;
+	/* Tasks moved into each live state (TW_WAITING, TW_RUNNING, TW_PAUSED) minus those moved
+	 * out, modulo 2^64, by this counter's writers: summed over all of them, the tasks in each
+	 * state (tw_stats), without walking the table. */
+	_Atomic uint64_t in_state[TW_PAUSED + 1];
 };
+
+/* Lock held: a task's state changes from `from` to `to`; counted in c, by its one writer
+ * (shared: by any thread, with an atomic add). A state past TW_PAUSED, or NO_STATE, is none
+ * of the live ones. */
+#define NO_STATE UINT8_MAX
+static inline void tally_move(struct end_counts *c, uint8_t from, uint8_t to, bool shared)
+{
+	if (from == to)
+		return;
+	if (from <= TW_PAUSED) {
+		if (shared)
+			atomic_fetch_sub_explicit(&c->in_state[from], 1, memory_order_relaxed);
+		else
+			atomic_store_explicit(
+				&c->in_state[from],
+				atomic_load_explicit(&c->in_state[from], memory_order_relaxed) - 1,
+				memory_order_relaxed);
+	}
+	if (to <= TW_PAUSED) {
+		if (shared)
+			atomic_fetch_add_explicit(&c->in_state[to], 1, memory_order_relaxed);
+		else
+			atomic_store_explicit(
+				&c->in_state[to],
+				atomic_load_explicit(&c->in_state[to], memory_order_relaxed) + 1,
+				memory_order_relaxed);
+	}
+}
+
+/* One writer's tally: a task moved from one live state to another (no test, no reload). */
+static inline void tally_step(struct end_counts *c, uint8_t from, uint8_t to)
+{
+	bump_by(&c->in_state[from], UINT64_MAX); /* - 1, modulo 2^64 */
+	bump(&c->in_state[to]);
+}
+
+/* Lock held: sets the task's state and counts the move. */
+static inline void task_move(struct tw_task *task, struct end_counts *c, uint8_t to, bool shared)
+{
+	uint8_t from = atomic_load_explicit(&task->state, memory_order_relaxed);
+	atomic_store_explicit(&task->state, to, memory_order_relaxed);
+	tally_move(c, from, to, shared);
+}
 
 /* Tasks an executor may have mailed and the wheel thread not yet taken in;
  * beyond, it mails through the engine's mailbox. */
@@ -655,9 +702,12 @@ struct after_unlock {
  * and any wake-up to *after. */
 void tw__task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x,
 			  struct after_unlock *after);
-/* Under lock: the task ends (TW_COMPLETED or TW_STOPPED); counted in the
- * ending thread's counts. */
-void tw__task_end(struct end_counts *counts, struct tw_task *task, tw_state end);
+/* Under lock: the task ends (TW_COMPLETED or TW_STOPPED) from its live state `from`; counted
+ * in the ending thread's counts (shared: any thread's, atomically). */
+void tw__task_end(struct end_counts *counts, struct tw_task *task, uint8_t from, tw_state end,
+		  bool shared);
+/* The tasks in each live state now: every writer's tallies summed (tw_stats). */
+void tw__states_total(struct tw_engine *e, uint64_t in_state[TW_PAUSED + 1]);
 /* Tasks ended so far: every thread's counts summed. */
 void tw__ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped);
 

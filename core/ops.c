@@ -104,6 +104,7 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	cold->arg = spec->arg;
 	cold->release = spec->release;
 	atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
+	tally_move(&e->api_ends, NO_STATE, TW_WAITING, true);
 	atomic_store_explicit(&task->running, 0, memory_order_relaxed);
 	atomic_store_explicit(
 		&task->due_ns,
@@ -272,7 +273,7 @@ static int op_pause(struct tw_engine *e, struct tw_task *task, uint64_t unused, 
 		bump_skips(&task_cold(task)->skipped_missed, 1);
 		add_skipped(task, 1);
 	}
-	atomic_store_explicit(&task->state, TW_PAUSED, memory_order_relaxed);
+	task_move(task, &e->api_ends, TW_PAUSED, true);
 	task_set_paused_by_failures(task, false);
 	return TW_OK;
 }
@@ -287,8 +288,7 @@ static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 	uint64_t delay = task->delay_pending || !period ? task_delay_ms(task) : period;
 	task->delay_pending = false;
 	bool running = atomic_load_explicit(&task->running, memory_order_relaxed);
-	atomic_store_explicit(&task->state, running ? TW_RUNNING : TW_WAITING,
-			      memory_order_relaxed);
+	task_move(task, &e->api_ends, running ? TW_RUNNING : TW_WAITING, true);
 	task_set_paused_by_failures(task, false);
 	atomic_store_explicit(&task_cold(task)->consecutive_failures, 0, memory_order_relaxed);
 	set_due(e, task, delay == TW_NEVER ? DUE_NEVER : tw__engine_due_at_ns(e, now_ns, delay),
@@ -301,9 +301,10 @@ static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 		     uint64_t unused_now, struct after_unlock *after)
 {
 	(void)unused, (void)unused_now;
-	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), true))
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	if (!allowed(state, true))
 		return -TW_ESTATE;
-	tw__task_end(&e->api_ends, task, TW_STOPPED);
+	tw__task_end(&e->api_ends, task, state, TW_STOPPED, true);
 	atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
 	tw__task_end_if_idle(e, task, NULL, after);
 	return TW_OK;

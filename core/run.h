@@ -47,7 +47,7 @@ static uint32_t account(struct executor *x, struct tw_task *task, struct task_co
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if (e->cfg.max_failures && row >= e->cfg.max_failures &&
 	    (state == TW_WAITING || state == TW_RUNNING)) {
-		atomic_store_explicit(&task->state, TW_PAUSED, memory_order_relaxed);
+		task_move(task, &x->ends, TW_PAUSED, false);
 		task_set_paused_by_failures(task, true);
 		return row;
 	}
@@ -100,12 +100,13 @@ static bool run_ended(struct executor *x, struct tw_task *task, struct firing *f
 		uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
 		if (due) {
 			atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
+			tally_step(&x->ends, TW_RUNNING, TW_WAITING);
 			/* Due but filed nowhere (a one-shot given a period during a run that came
 			 * due meanwhile): the wheel thread files it. */
 			if (task->filing == FILED_NONE && due != DUE_NEVER)
 				mail_after_unlock(e, task, after);
 		} else {
-			tw__task_end(&x->ends, task, TW_COMPLETED);
+			tw__task_end(&x->ends, task, TW_RUNNING, TW_COMPLETED, false);
 			state = TW_COMPLETED;
 		}
 	}

@@ -47,7 +47,7 @@ static void stop_task(struct tw_task *task, void *ctx)
 	struct after_unlock after = { 0 };
 	if (atomic_load_explicit(&task->id, memory_order_relaxed)) {
 		if (state != TW_COMPLETED && state != TW_STOPPED)
-			tw__task_end(&e->api_ends, task, TW_STOPPED);
+			tw__task_end(&e->api_ends, task, state, TW_STOPPED, true);
 		atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
 		tw__task_end_if_idle(e, task, NULL, &after);
 	}

@@ -221,11 +221,36 @@ void tw__task_unlock(struct tw_task *task)
 	atomic_flag_clear_explicit(&task->lock, memory_order_release);
 }
 
-void tw__task_end(struct end_counts *counts, struct tw_task *task, tw_state end)
+void tw__task_end(struct end_counts *counts, struct tw_task *task, uint8_t from, tw_state end,
+		  bool shared)
 {
 	atomic_store_explicit(&task->state, end, memory_order_relaxed);
+	if (shared)
+		atomic_fetch_sub_explicit(&counts->in_state[from], 1, memory_order_relaxed);
+	else
+		bump_by(&counts->in_state[from], UINT64_MAX); /* - 1, modulo 2^64 */
 	atomic_fetch_add_explicit(end == TW_COMPLETED ? &counts->completed : &counts->stopped, 1,
 				  memory_order_relaxed);
+}
+
+static void add_states(uint64_t *sum, const struct end_counts *c)
+{
+	for (int s = 0; s <= TW_PAUSED; s++)
+		sum[s] += atomic_load_explicit(&c->in_state[s], memory_order_relaxed);
+}
+
+void tw__states_total(struct tw_engine *e, uint64_t in_state[TW_PAUSED + 1])
+{
+	uint64_t sum[TW_PAUSED + 1] = { 0 };
+	add_states(sum, &e->api_ends);
+	add_states(sum, &e->wheel_ends);
+	unsigned running = executors_running(e);
+	for (unsigned i = 0; i < running; i++)
+		add_states(sum, &e->executors[i].ends);
+	/* Each tally was read at its own instant: a move counted out of one writer's and not
+	 * yet into another's reads as a dip below zero, shown as none. */
+	for (int s = 0; s <= TW_PAUSED; s++)
+		in_state[s] = (int64_t)sum[s] < 0 ? 0 : sum[s];
 }
 
 void tw__ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped)

@@ -319,7 +319,7 @@ static enum dispatched overlapping(struct tw_engine *e, struct tw_task *task, bo
 
 /* Lock held. Queues a firing; says what became of it. */
 static enum dispatched dispatch(struct tw_engine *e, struct tw_task *task, uint64_t due_ns,
-				bool periodic)
+				bool periodic, uint8_t state)
 {
 	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
 	bool concurrent = traits & TRAIT_CONCURRENT;
@@ -347,7 +347,10 @@ static enum dispatched dispatch(struct tw_engine *e, struct tw_task *task, uint6
 	bump32(&task->running);
 	task_put_traits(task, TRAIT_QUEUED, 0);
 	take_skipped(task);
-	atomic_store_explicit(&task->state, TW_RUNNING, memory_order_relaxed);
+	if (state == TW_WAITING) {
+		atomic_store_explicit(&task->state, TW_RUNNING, memory_order_relaxed);
+		tally_step(&e->wheel_ends, TW_WAITING, TW_RUNNING);
+	}
 	return DISPATCHED;
 }
 
@@ -377,7 +380,7 @@ static bool fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 		due += missed * period;
 		skip(task, &task_cold(task)->skipped_missed, &e->skipped_missed, missed);
 	}
-	enum dispatched what = dispatch(e, task, due, period != 0);
+	enum dispatched what = dispatch(e, task, due, period != 0, state);
 	if (period) {
 		atomic_store_explicit(&task->due_ns, due + period, memory_order_relaxed);
 		file_task(e, task, tw__engine_tick_of(e, due + period), FILED_DUE);

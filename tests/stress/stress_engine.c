@@ -821,6 +821,14 @@ static void run_phase(struct phase *ph, struct totals *sum)
 				     ph->name, pending);
 			rc = tw_stats(ph->engine, &stats);
 			counts = rc == TW_OK;
+			/* The counts by state are kept as tasks move, from every thread: after a
+			 * drained stop every task is ended, so each count must be back to 0. */
+			if (counts && (stats.tasks_live || stats.tasks_waiting ||
+				       stats.tasks_running || stats.tasks_paused))
+				fail("%s: after the stop, %" PRIu64 " live tasks counted (%" PRIu64
+				     " waiting, %" PRIu64 " running, %" PRIu64 " paused)",
+				     ph->name, stats.tasks_live, stats.tasks_waiting,
+				     stats.tasks_running, stats.tasks_paused);
 		} else {
 			fail("%s: tw_engine_stop(10 s drain): %s", ph->name, rc_name(rc));
 		}
