@@ -250,10 +250,24 @@ typedef struct {
 	uint64_t wheel_wakeups;
 	uint64_t lateness_us[TW_LATENESS_BUCKETS]; /* run start minus due */
 	uint64_t lateness_max_ns;
-	uint64_t stuck_runs;      /* runs that went past run_limit_ms, ever */
-	uint64_t spare_executors; /* spare executors started, now running */
-	uint64_t lateness_sum_ns; /* run start minus due, added up over every run */
+	uint64_t stuck_runs;       /* runs that went past run_limit_ms, ever */
+	uint64_t spare_executors;  /* spare executors started, now running */
+	uint64_t lateness_sum_ns;  /* run start minus due, added up over every run */
+	uint64_t executors;        /* executor threads running now, spares included */
+	uint64_t queued;           /* firings in the executors' queues now, not yet taken */
+	uint64_t executor_busy_ns; /* time the executors spent in callbacks, added up */
+	uint64_t wheel_busy_ns;    /* time the wheel thread spent in its rounds */
 } tw_engine_stats;
+
+/* One executor's counters (tw_executor_stats). */
+typedef struct {
+	uint64_t queued;     /* firings in its queue now, not yet taken */
+	uint64_t queued_max; /* the most its queue held when it took a firing, ever */
+	uint64_t busy_ns;    /* time it spent in callbacks, ever */
+	uint64_t runs;       /* runs it started, ever */
+	uint64_t run_ns;     /* how long its run going on has lasted; 0: none going */
+	bool spare;          /* a spare, started while every executor was stuck */
+} tw_executor_info;
 
 /*
  * Prometheus metrics: tw_metrics_write and tw_metrics_format (below) write
@@ -329,6 +343,8 @@ typedef int (*tw_visit_fn)(tw_id id, const tw_task_info *info, void *ctx);
 TW_API int tw_list_sized(tw_engine *e, unsigned flags, tw_visit_fn visit, void *ctx,
 			 size_t info_size);
 TW_API int tw_stats_sized(tw_engine *e, tw_engine_stats *out, size_t size);
+TW_API int tw_executor_stats_sized(tw_engine *e, unsigned index, tw_executor_info *out,
+				   size_t size);
 
 TW_API int tw_metrics_write_sized(tw_engine *e, const tw_metrics_options *opt, size_t size,
 				  tw_metrics_writer write, void *ctx);
@@ -544,6 +560,19 @@ static inline int tw_get(tw_engine *e, tw_id id, tw_task_info *out)
 static inline int tw_stats(tw_engine *e, tw_engine_stats *out)
 {
 	return tw_stats_sized(e, out, sizeof *out);
+}
+
+/**
+ * tw_executor_stats() - one executor's counters.
+ * @index: 0 to tw_engine_stats.executors - 1 (the configured executors, then the spares).
+ * @out: filled on success.
+ *
+ * Return: TW_OK, also after a stop; -TW_EINVAL for NULL @out; -TW_ENOTFOUND for an index of
+ * no running executor. Any thread; never blocks; O(1).
+ */
+static inline int tw_executor_stats(tw_engine *e, unsigned index, tw_executor_info *out)
+{
+	return tw_executor_stats_sized(e, index, out, sizeof *out);
 }
 
 /*

@@ -280,6 +280,8 @@ static void gather_stats(tw_engine *e, tw_engine_stats *out)
 	out->stuck_runs = atomic_load(&e->stuck_runs);
 	unsigned running = executors_running(e);
 	out->spare_executors = running > e->executor_count ? running - e->executor_count : 0;
+	out->executors = running;
+	out->wheel_busy_ns = atomic_load(&e->wheel_busy_ns);
 	for (unsigned i = 0; i < running; i++) {
 		struct executor *x = &e->executors[i];
 		out->runs += atomic_load(&x->runs);
@@ -289,10 +291,36 @@ static void gather_stats(tw_engine *e, tw_engine_stats *out)
 		for (unsigned b = 0; b < TW_LATENESS_BUCKETS; b++)
 			out->lateness_us[b] += atomic_load(&x->lateness[b]);
 		out->lateness_sum_ns += atomic_load(&x->lateness_sum_ns);
+		out->executor_busy_ns += atomic_load(&x->busy_ns);
+		uint64_t queued = tw__executor_queued(x);
+		out->queued += queued;
 		uint64_t max = atomic_load(&x->lateness_max_ns);
 		if (max > out->lateness_max_ns)
 			out->lateness_max_ns = max;
 	}
+}
+
+int tw_executor_stats_sized(tw_engine *e, unsigned index, tw_executor_info *out, size_t size)
+{
+	if (!e || !out)
+		return -TW_EINVAL;
+	if (engine_forked(e))
+		return -TW_EFORKED;
+	if (index >= executors_running(e))
+		return -TW_ENOTFOUND;
+	struct executor *x = &e->executors[index];
+	uint64_t start = atomic_load_explicit(&x->run_start_ns, memory_order_acquire);
+	uint64_t now = start ? monotonic_ns() : 0;
+	tw_executor_info stats = {
+		.queued = tw__executor_queued(x),
+		.queued_max = atomic_load_explicit(&x->queued_max, memory_order_relaxed),
+		.busy_ns = atomic_load_explicit(&x->busy_ns, memory_order_relaxed),
+		.runs = atomic_load_explicit(&x->runs, memory_order_relaxed),
+		.run_ns = start && now > start ? now - start : 0,
+		.spare = x->spare,
+	};
+	tw__struct_out(out, size, &stats, sizeof stats);
+	return TW_OK;
 }
 
 int tw_stats_sized(tw_engine *e, tw_engine_stats *out, size_t size)

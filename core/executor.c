@@ -58,6 +58,9 @@ static bool pop(struct executor *x, struct firing *f)
 		if (ring_claim(x, &head, f))
 			break;
 	}
+	uint64_t queued = x->tail_seen - head; /* this one included, as of its last look */
+	if (queued > atomic_load_explicit(&x->queued_max, memory_order_relaxed))
+		atomic_store_explicit(&x->queued_max, queued, memory_order_relaxed);
 	/* Two runs ahead: the task's hot line and cold lines. One run ahead: what
 	 * its callback will most likely touch first, its arg, read from the cold
 	 * line fetched one pop ago. */

@@ -506,6 +506,8 @@ struct executor {
 	_Atomic uint64_t run_start_ns; /* of the run going on; 0: none */
 	_Atomic(struct tw_task *) run_task; /* that run's task */
 	_Atomic uint64_t runs, failures, slow_runs, dropped;
+	_Atomic uint64_t busy_ns;        /* in callbacks, ever */
+	_Atomic uint64_t queued_max;     /* the most firings its ring held when it took one */
 	_Atomic uint64_t run_ns_average; /* of its callbacks, moving (1/16 per run) */
 	struct end_counts ends;
 	_Atomic uint64_t lateness_max_ns, lateness_sum_ns;
@@ -625,6 +627,7 @@ struct tw_engine {
 	struct __cds_wfcq_head mail_head __attribute__((aligned(64)));
 	/* the wheel thread's counters */
 	_Atomic uint64_t wakeups, skipped_overlap, skipped_overload, skipped_missed, stuck_runs;
+	_Atomic uint64_t wheel_busy_ns; /* in rounds, from waking up to waiting again */
 	struct end_counts wheel_ends;
 	/* firings taken out of the rings by a stop, not by an executor (added to done) */
 	_Atomic uint64_t stop_done;

@@ -229,7 +229,46 @@ static void put_all(struct sink *s, const tw_engine_stats *st)
 	put_sample(s, "tasks", "state", "paused", st->tasks_paused);
 	put_one(s, "spare_executors", "gauge", "Spare executors started and running now.",
 		st->spare_executors);
+	put_family(s, "wheel_busy_seconds_total", "counter",
+		   "Time the wheel thread spent in its rounds.");
+	put_name(s, "wheel_busy_seconds_total", "", NULL, NULL);
+	put(s, " ", 1);
+	put_seconds(s, st->wheel_busy_ns);
+	put(s, "\n", 1);
 	put_lateness(s, st);
+}
+
+/* Per executor, labelled executor="i": queue depth now and its high-water mark, busy time. */
+static void put_executors(struct sink *s, tw_engine *e, uint64_t count)
+{
+	static const struct {
+		const char *name, *type, *help;
+	} families[] = {
+		{ "executor_queued", "gauge", "Firings in an executor's queue now." },
+		{ "executor_queued_max", "gauge",
+		  "The most firings an executor's queue held when it took one." },
+		{ "executor_busy_seconds_total", "counter",
+		  "Time an executor spent in callbacks." },
+	};
+	for (unsigned f = 0; f < sizeof families / sizeof families[0]; f++) {
+		put_family(s, families[f].name, families[f].type, families[f].help);
+		for (uint64_t i = 0; i < count && i < TW_MAX_EXECUTORS * 2u; i++) {
+			tw_executor_info x;
+			if (tw_executor_stats(e, (unsigned)i, &x) != TW_OK)
+				break;
+			char index[24];
+			struct sink text = { .buf = index, .cap = sizeof index - 1 };
+			put_u64(&text, i);
+			index[text.used] = '\0';
+			put_name(s, families[f].name, "", "executor", index);
+			put(s, " ", 1);
+			if (f == 2)
+				put_seconds(s, x.busy_ns);
+			else
+				put_u64(s, f == 0 ? x.queued : x.queued_max);
+			put(s, "\n", 1);
+		}
+	}
 }
 
 static bool name_ok(const char *name, bool colons)
@@ -293,6 +332,7 @@ int tw_metrics_write_sized(tw_engine *e, const tw_metrics_options *opt, size_t s
 	if (rc)
 		return rc;
 	put_all(&s, &st);
+	put_executors(&s, e, st.executors);
 	flush(&s);
 	return s.failed ? -TW_EWRITE : TW_OK;
 }
@@ -309,6 +349,7 @@ int tw_metrics_format_sized(tw_engine *e, const tw_metrics_options *opt, size_t 
 	if (rc)
 		return rc;
 	put_all(&s, &st);
+	put_executors(&s, e, st.executors);
 	if (cap)
 		buf[s.used] = '\0';
 	if (len)

@@ -164,6 +164,7 @@ static inline __attribute__((always_inline)) void run_firing(struct executor *x,
 			bump(&x->runs);
 			rc = cold->callback(&fire, cold->arg);
 			took = monotonic_ns() - start;
+			bump_by(&x->busy_ns, took);
 			atomic_store_explicit(&x->run_start_ns, 0, memory_order_release);
 			uint64_t average =
 				atomic_load_explicit(&x->run_ns_average, memory_order_relaxed);

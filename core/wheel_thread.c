@@ -566,6 +566,7 @@ static void *wheel_main(void *arg)
 	 * costs precision, not correctness. */
 	(void)prctl(PR_SET_TIMERSLACK, 1UL);
 	uint64_t handled = 0; /* manual clock: the last tw_advance whose firings are out */
+	uint64_t round_start = monotonic_ns();
 	while (!atomic_load(&e->wheel_quit)) {
 		uint64_t asked = e->cfg.manual_clock ? advance_asked(e) : 0;
 		/* On the manual clock firings happen only for a tw_advance; between two, mail
@@ -605,7 +606,10 @@ static void *wheel_main(void *arg)
 			atomic_store_explicit(&e->ready_due, e->ready_count, memory_order_release);
 			timeout_ms = arm_for_next(e, &armed);
 		}
+		uint64_t round_end = monotonic_ns();
+		bump_by(&e->wheel_busy_ns, round_end - round_start);
 		wait_for_work(e, timeout_ms);
+		round_start = monotonic_ns();
 	}
 	return NULL;
 }

@@ -100,8 +100,12 @@ Test(metrics, every_family_has_help_and_type)
 		{ "tasks_live", "gauge" },
 		{ "tasks", "gauge" },
 		{ "spare_executors", "gauge" },
+		{ "wheel_busy_seconds_total", "counter" },
 		{ "lateness_seconds", "histogram" },
 		{ "lateness_max_seconds", "gauge" },
+		{ "executor_queued", "gauge" },
+		{ "executor_queued_max", "gauge" },
+		{ "executor_busy_seconds_total", "counter" },
 	};
 	size_t types = 0;
 	for (const char *p = text; (p = strstr(p, "# TYPE ")); p++)
@@ -368,5 +372,46 @@ Test(metrics, after_stop)
 	cr_assert_eq(sample(text, "tickwheel_tasks_live"), 0);
 	free(text);
 	tw_engine_destroy(e);
+	assert_no_leaks();
+}
+
+/* Per executor: queue depth now, its high-water mark, busy time; and the wheel thread's. */
+Test(metrics, executors_queue_and_busy_time)
+{
+	tw_engine *e = manual_engine(1);
+	struct recorder *r = recorder_new(e);
+	add_recorded(e, r, 1, 0, 0);
+	atomic_store(&r->block, true);
+	advance(e, 1);
+	wait_started(r);
+	struct counts c = { 0 };
+	for (int i = 0; i < 3; i++)
+		add_counted(e, &c, 1, 0);
+	advance(e, 1);
+	tw_engine_stats st = stats_of(e);
+	cr_assert_eq(st.executors, 1);
+	cr_assert_eq(st.queued, 3, "three firings behind the blocked run");
+	tw_executor_info x;
+	cr_assert_eq(tw_executor_stats(e, 0, &x), TW_OK);
+	cr_assert_eq(x.queued, 3);
+	cr_assert_neq(x.run_ns, 0, "its run is going");
+	cr_assert(!x.spare);
+	cr_assert_eq(tw_executor_stats(e, 1, &x), -TW_ENOTFOUND);
+	cr_assert_eq(tw_executor_stats(e, 0, NULL), -TW_EINVAL);
+	sleep_ms(5);
+	gate_open(&r->gate, 1);
+	quiesce(e);
+	cr_assert_eq(tw_executor_stats(e, 0, &x), TW_OK);
+	cr_assert_eq(x.queued, 0);
+	cr_assert_geq(x.queued_max, 3, "it held the three when it took the first of them");
+	cr_assert_eq(x.runs, 4);
+	cr_assert_geq(x.busy_ns, 5 * NS_PER_MS, "the blocked run's time");
+	cr_assert_eq(x.run_ns, 0);
+	st = stats_of(e);
+	cr_assert_eq(st.executor_busy_ns, x.busy_ns);
+	cr_assert_gt(st.wheel_busy_ns, 0);
+	tw_engine_destroy(e);
+	assert_recorder_sane(r);
+	recorder_free(r);
 	assert_no_leaks();
 }
