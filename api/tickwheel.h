@@ -257,6 +257,7 @@ typedef struct {
 	uint64_t queued;           /* firings in the executors' queues now, not yet taken */
 	uint64_t executor_busy_ns; /* time the executors spent in callbacks, added up */
 	uint64_t wheel_busy_ns;    /* time the wheel thread spent in its rounds */
+	uint64_t lateness_count;   /* runs in lateness_us, added up (beside lateness_sum_ns) */
 } tw_engine_stats;
 
 /* One executor's counters (tw_executor_stats). */

@@ -288,8 +288,11 @@ static void gather_stats(tw_engine *e, tw_engine_stats *out)
 		out->failures += atomic_load(&x->failures);
 		out->slow_runs += atomic_load(&x->slow_runs);
 		out->skipped_missed += atomic_load(&x->dropped);
-		for (unsigned b = 0; b < TW_LATENESS_BUCKETS; b++)
-			out->lateness_us[b] += atomic_load(&x->lateness[b]);
+		for (unsigned b = 0; b < TW_LATENESS_BUCKETS; b++) {
+			uint64_t runs = atomic_load(&x->lateness[b]);
+			out->lateness_us[b] += runs;
+			out->lateness_count += runs;
+		}
 		out->lateness_sum_ns += atomic_load(&x->lateness_sum_ns);
 		out->executor_busy_ns += atomic_load(&x->busy_ns);
 		uint64_t queued = tw__executor_queued(x);

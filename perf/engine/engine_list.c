@@ -2,7 +2,8 @@
  * engine_list.c - `bench-engine list`: what tw_list costs per task visited.
  *
  * N one-shot tasks (default 1 000 000) are added with delays of 30 s .. 10 min,
- * so none fires while we measure. Each round walks all of them with tw_list
+ * so none fires while we measure. tw_stats and tw_metrics_format are timed at
+ * that size too (flat: --tasks 1000 gives the same). Each round walks all of them with tw_list
  * and divides the walk's time by the tasks visited; the figure is the median
  * round (the lowest and highest rounds as the spread). Walks:
  *  1. a visitor that only counts: the walk's own cost;
@@ -109,6 +110,43 @@ static void stream_reads(size_t n, unsigned rounds)
 		table_note("(sum %llu)", (unsigned long long)sum);
 }
 
+/* tw_stats and the Prometheus exposition at this many tasks: both O(executors), so run with
+ * --tasks 1000 and the default 1 000 000 to see them flat. Median of rounds x 1000 calls. */
+static void time_stats(tw_engine *e, unsigned rounds)
+{
+	enum { CALLS = 1000 };
+	static char text[65536];
+	struct samples stats, metrics;
+	samples_init(&stats, rounds);
+	samples_init(&metrics, rounds);
+	for (unsigned r = 0; r < rounds; r++) {
+		tw_engine_stats st;
+		uint64_t t0 = now_ns();
+		for (int i = 0; i < CALLS; i++)
+			check(tw_stats(e, &st), "tw_stats");
+		uint64_t t1 = now_ns();
+		size_t len;
+		for (int i = 0; i < CALLS; i++)
+			check(tw_metrics_format(e, NULL, text, sizeof text, &len),
+			      "tw_metrics_format");
+		uint64_t t2 = now_ns();
+		samples_add(&stats, (double)(t1 - t0) / CALLS);
+		samples_add(&metrics, (double)(t2 - t1) / CALLS);
+	}
+	sort_doubles(stats.v, stats.n);
+	sort_doubles(metrics.v, metrics.n);
+	char value[96];
+	snprintf(value, sizeof value, "%.0f ns (%.0f-%.0f)", quantile_sorted(stats.v, stats.n, 0.5),
+		 stats.v[0], stats.v[stats.n - 1]);
+	table_row("tw_stats, per call", value, NULL, INFO);
+	snprintf(value, sizeof value, "%.1f us (%.1f-%.1f)",
+		 quantile_sorted(metrics.v, metrics.n, 0.5) / 1e3, metrics.v[0] / 1e3,
+		 metrics.v[metrics.n - 1] / 1e3);
+	table_row("tw_metrics_format, per call", value, NULL, INFO);
+	samples_free(&stats);
+	samples_free(&metrics);
+}
+
 static double resets_ns(struct resetter *r, uint64_t ops0, uint64_t ns0)
 {
 	return r->ops > ops0 ? (double)(r->ns - ns0) / (double)(r->ops - ops0) : 0;
@@ -134,6 +172,7 @@ void run_list(const struct options *opt)
 	}
 	time_walks(e, n, rounds, count_visit, "tw_list, visitor counts");
 	time_walks(e, n, rounds, read_visit, "tw_list, visitor reads the info");
+	time_stats(e, rounds);
 
 	struct resetter r = { .e = e, .ids = ids, .n = n };
 	pthread_t thread;

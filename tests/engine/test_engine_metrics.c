@@ -415,3 +415,22 @@ Test(metrics, executors_queue_and_busy_time)
 	recorder_free(r);
 	assert_no_leaks();
 }
+
+/* lateness_count beside lateness_sum_ns: the runs the buckets hold, added up. */
+Test(metrics, lateness_count_is_the_buckets_added_up)
+{
+	tw_engine *e = manual_engine(1);
+	struct counts c = { 0 };
+	add_counted(e, &c, 1, 1);
+	for (int i = 0; i < 5; i++)
+		step(e, 1);
+	tw_engine_stats st = stats_of(e);
+	uint64_t sum = 0;
+	for (int b = 0; b < TW_LATENESS_BUCKETS; b++)
+		sum += st.lateness_us[b];
+	cr_assert_eq(st.lateness_count, 5);
+	cr_assert_eq(st.lateness_count, sum);
+	cr_assert_eq(st.lateness_count, st.runs);
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
