@@ -252,7 +252,7 @@ static void put_executors(struct sink *s, tw_engine *e, uint64_t count)
 	};
 	for (unsigned f = 0; f < sizeof families / sizeof families[0]; f++) {
 		put_family(s, families[f].name, families[f].type, families[f].help);
-		for (uint64_t i = 0; i < count && i < TW_MAX_EXECUTORS * 2u; i++) {
+		for (uint64_t i = 0; i < count; i++) {
 			tw_executor_info x;
 			if (tw_executor_stats(e, (unsigned)i, &x) != TW_OK)
 				break;
