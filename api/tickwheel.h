@@ -501,7 +501,9 @@ TW_API int tw_set_period(tw_engine *e, tw_id id, uint64_t period_ms);
  *
  * A run already going finishes; a firing handed to an executor but not
  * started is dropped and counted as missed, as is a firing that waited for
- * the task's own run to return.
+ * the task's own run to return. A dropped firing keeps the task's place in
+ * the executor's queue until the executor takes it out (even if the task is
+ * resumed meanwhile): a periodic firing due before then is skipped as overload.
  *
  * Return: TW_OK; -TW_ENOTFOUND; -TW_ESTATE unless waiting or running;
  * -TW_ESHUTDOWN. Any thread; takes the task's lock; O(1).
