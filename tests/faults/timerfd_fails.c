@@ -56,6 +56,14 @@ static void sleep_ms(long ms)
 		;
 }
 
+/* Waits until `more` runs were added to `from`, or limit_ms passed; returns the runs then. */
+static int wait_runs(int from, int more, long limit_ms)
+{
+	for (long waited = 0; atomic_load(&runs) < from + more && waited < limit_ms; waited += 5)
+		sleep_ms(5);
+	return atomic_load(&runs);
+}
+
 int main(void)
 {
 	tw_config cfg;
@@ -69,18 +77,17 @@ int main(void)
 	tw_id id;
 	if (tw_add(e, &spec, &id))
 		return 1;
-	sleep_ms(300);
-	int while_failing = atomic_load(&runs);
+	/* What is asserted is that firing goes on, not how punctually: wait for the runs, with a
+	 * generous bound (a sanitizer build on a shared VM is slow to start). */
+	int while_failing = wait_runs(0, 10, 10000);
 	atomic_store(&failing, false);
-	sleep_ms(200);
-	int after = atomic_load(&runs) - while_failing;
+	int after = wait_runs(while_failing, 10, 10000) - while_failing;
 	tw_engine_destroy(e);
-	printf("timerfd_settime refused %d times: %d runs in 300 ms, then %d in 200 ms; "
+	printf("timerfd_settime refused %d times: %d runs while it failed, then %d; "
 	       "%d error(s) and %d recovery logged\n",
 	       atomic_load(&refused), while_failing, after, atomic_load(&errors_logged),
 	       atomic_load(&recoveries_logged));
-	/* A 10 ms period: about 29 runs while failing, 20 after; a shared VM may stall some. */
-	bool ok = atomic_load(&refused) > 0 && while_failing >= 15 && after >= 10 &&
+	bool ok = atomic_load(&refused) > 0 && while_failing >= 10 && after >= 10 &&
 		  atomic_load(&errors_logged) == 1 && atomic_load(&recoveries_logged) == 1;
 	return ok ? 0 : 1;
 }
