@@ -132,10 +132,11 @@ Test(skips, due_firings_equal_runs_plus_skips_under_random_load)
 		overload += info.skipped_overload;
 		missed += info.skipped_missed;
 	}
-	/* The load was high enough to exercise every reason but missed (steps
-	 * are at most 5 ms, periods up to 12 ms: some steps jump periods). */
-	cr_assert_gt(overlap, 0);
-	cr_assert_gt(overload, 0);
+	/* The load was high enough to skip firings while earlier ones ran or waited, and steps
+	 * of up to 5 ms against periods from 1 ms jump whole periods (missed). Which of overlap
+	 * and overload a skip is depends on whether an executor had started the previous firing
+	 * yet, which is the machine's timing: only their sum is asserted. */
+	cr_assert_gt(overlap + overload, 0);
 	cr_assert_gt(missed, 0);
 	tw_engine_stats st = stats_of(e);
 	cr_assert_eq(st.runs, runs);
