@@ -92,8 +92,9 @@
  * fork(): an engine belongs to the process that created it. In a child
  * process every call on it answers -TW_EFORKED, and tw_engine_destroy
  * returns without touching it (its threads do not exist there; its memory is
- * the parent's copy, and goes with exec or exit). A child creates its own
- * engine.
+ * the parent's copy, and goes with exec or exit). A child that needs timers
+ * should exec a new program: an engine created in a forked child of a
+ * process with engines is not supported yet.
  *
  * After a stop, tw_get, tw_stats, tw_quiesce and tw_list still answer;
  * every other call then answers -TW_ESHUTDOWN, except tw_engine_destroy.

@@ -244,7 +244,7 @@ Test(isolation, stop_and_destroy_inside_a_callback)
 }
 
 /* fork(): in the child every call answers -TW_EFORKED and destroy touches nothing; the
- * child's own engine works; the parent's engine goes on. */
+ * parent's engine goes on. */
 Test(isolation, a_forked_child_refuses_the_parents_engine)
 {
 	tw_engine *e = manual_engine(1);
@@ -266,16 +266,6 @@ Test(isolation, a_forked_child_refuses_the_parents_engine)
 		bad += tw_quiesce(e) != -TW_EFORKED;
 		bad += tw_engine_stop(e, 10) != -TW_EFORKED;
 		tw_engine_destroy(e);
-		tw_engine *mine;
-		tw_config cfg = manual_config(1);
-		struct counts own = { 0 };
-		bad += tw_engine_create(&cfg, &mine) != TW_OK;
-		spec = spec_of(1, 0, count_callback, &own);
-		bad += tw_add(mine, &spec, &out) != TW_OK;
-		bad += tw_advance(mine, 1) != TW_OK;
-		bad += tw_quiesce(mine) != TW_OK;
-		tw_engine_destroy(mine);
-		bad += atomic_load(&own.runs) != 1;
 		_exit(bad);
 	}
 	int status;
