@@ -239,14 +239,29 @@ static void add_states(uint64_t *sum, const struct end_counts *c)
 		sum[s] += atomic_load_explicit(&c->in_state[s], memory_order_relaxed);
 }
 
-void tw__states_total(struct tw_engine *e, uint64_t in_state[TW_PAUSED + 1])
+static void read_states(struct tw_engine *e, uint64_t sum[TW_PAUSED + 1])
 {
-	uint64_t sum[TW_PAUSED + 1] = { 0 };
+	for (int s = 0; s <= TW_PAUSED; s++)
+		sum[s] = 0;
 	add_states(sum, &e->api_ends);
 	add_states(sum, &e->wheel_ends);
 	unsigned running = executors_running(e);
 	for (unsigned i = 0; i < running; i++)
 		add_states(sum, &e->executors[i].ends);
+}
+
+void tw__states_total(struct tw_engine *e, uint64_t in_state[TW_PAUSED + 1])
+{
+	/* A move is counted out by one writer and into another's: read while none moves (two
+	 * passes alike), so that a task is never counted out of a state before it is in. */
+	uint64_t sum[TW_PAUSED + 1], again[TW_PAUSED + 1];
+	read_states(e, sum);
+	for (int tries = 0; tries < 64; tries++) {
+		read_states(e, again);
+		if (!memcmp(sum, again, sizeof sum))
+			break;
+		memcpy(sum, again, sizeof sum);
+	}
 	/* Each tally was read at its own instant: a move counted out of one writer's and not
 	 * yet into another's reads as a dip below zero, shown as none. */
 	for (int s = 0; s <= TW_PAUSED; s++)
