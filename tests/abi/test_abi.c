@@ -22,6 +22,17 @@ Test(abi, version_is_the_headers_and_the_projects)
 		     TW_VERSION_MAJOR * 10000 + TW_VERSION_MINOR * 100 + TW_VERSION_PATCH);
 }
 
+static tw_engine *manual_engine(void)
+{
+	tw_config c;
+	tw_config_init(&c);
+	c.manual_clock = true;
+	c.executors = 1;
+	tw_engine *e;
+	cr_assert_eq(tw_engine_create(&c, &e), TW_OK);
+	return e;
+}
+
 static int nothing(const tw_fire *fire, void *arg)
 {
 	(void)fire;
@@ -90,12 +101,7 @@ Test(abi, newer_config_is_refused_only_if_it_asks_for_more)
 
 Test(abi, task_spec_of_another_size)
 {
-	tw_config c;
-	tw_config_init(&c);
-	c.manual_clock = true;
-	c.executors = 1;
-	tw_engine *e;
-	cr_assert_eq(tw_engine_create(&c, &e), TW_OK);
+	tw_engine *e = manual_engine();
 	int released = 0;
 	GROWN(tw_task_spec) spec;
 	memset(&spec, 0, sizeof spec);
@@ -121,12 +127,7 @@ Test(abi, task_spec_of_another_size)
 
 Test(abi, info_and_stats_filled_to_the_callers_size)
 {
-	tw_config c;
-	tw_config_init(&c);
-	c.manual_clock = true;
-	c.executors = 1;
-	tw_engine *e;
-	cr_assert_eq(tw_engine_create(&c, &e), TW_OK);
+	tw_engine *e = manual_engine();
 	tw_task_spec spec = { .delay_ms = 3, .period_ms = 5, .callback = nothing };
 	tw_id id;
 	cr_assert_eq(tw_add(e, &spec, &id), TW_OK);
