@@ -44,12 +44,16 @@
  *    its lateness shows;
  *  - when it comes due while the task's own previous run is going (a
  *    one-shot re-armed from its own callback), it runs once right after
- *    that run returns.
+ *    that run returns (if it is re-armed and comes due again meanwhile, the
+ *    later due takes its place, and the one replaced counts as overlap).
  * A periodic task's firing is skipped and counted, by reason, since its next
  * period comes anyway:
  *  - skipped_overlap: the task's own previous run is still going (serial
  *    tasks). With TW_RUN_LATE the firing runs once right after that run
- *    returns instead (one firing waits at most; more are skipped);
+ *    returns instead: one firing waits at most, a later due takes its place
+ *    and the one it replaces is counted here. A firing that waits runs on
+ *    the executor of the run it waited for, before what is queued there,
+ *    but after a firing of the same task queued before it;
  *  - skipped_overload: no executor could take it, or the task's previous
  *    firing is still waiting for an executor to start it;
  *  - skipped_missed: the engine fell behind by whole periods (the process
@@ -83,7 +87,10 @@
  * The manual clock (cfg.manual_clock, for tests) moves only by tw_advance,
  * and firings happen only inside tw_advance: a task due at the current
  * manual time (a delay of 0, a re-arm to 0 from a callback) waits for the
- * next tw_advance, even tw_advance(e, 0). After tw_advance(e, ms) and
+ * next tw_advance, even tw_advance(e, 0). The wheel thread takes in the
+ * changes made since the last tw_advance (callbacks' included) when the next
+ * one begins, so the order within a millisecond is exact: the order of the
+ * changes, a task changed several times at the place of its first change. After tw_advance(e, ms) and
  * tw_quiesce, every firing due at or before the new time has run (or been
  * skipped by the rules above) and no other has; callbacks see the new time
  * as now, so a one-shot armed from a callback for 1 ms comes due 1 ms after
@@ -489,7 +496,11 @@ TW_API int tw_set_delay_many(tw_engine *e, const tw_id *ids, size_t n, uint64_t 
  *
  * The due after the next firing is that firing's due + @period_ms. 0 makes
  * the task a one-shot that completes after that run; a one-shot given a
- * period before its firing is handed out becomes periodic.
+ * period before its firing is handed out becomes periodic. A firing that
+ * already came due keeps what it was: a one-shot's firing that waits for the
+ * task's run still completes the task after its run (unless tw_set_delay
+ * re-arms it); a periodic firing that waits for the run (TW_RUN_LATE) is
+ * skipped and counted as overlap when the period changes.
  *
  * Return: TW_OK; -TW_ENOTFOUND; -TW_ESTATE for a completed or stopped task;
  * -TW_ERANGE above TW_MAX_DELAY_MS (TW_NEVER is not a period); -TW_ESHUTDOWN.

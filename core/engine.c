@@ -273,9 +273,10 @@ static void gather_stats(tw_engine *e, tw_engine_stats *out)
 	out->tasks_paused = in_state[TW_PAUSED];
 	out->tasks_live = out->tasks_waiting + out->tasks_running + out->tasks_paused;
 	tw__ends_total(e, &out->tasks_completed, &out->tasks_stopped);
-	out->skipped_overlap = atomic_load(&e->skipped_overlap);
+	out->skipped_overlap =
+		atomic_load(&e->skipped_overlap) + atomic_load(&e->api_skipped_overlap);
 	out->skipped_overload = atomic_load(&e->skipped_overload);
-	out->skipped_missed = atomic_load(&e->skipped_missed);
+	out->skipped_missed = atomic_load(&e->skipped_missed) + atomic_load(&e->api_skipped_missed);
 	out->wheel_wakeups = atomic_load(&e->wakeups);
 	out->stuck_runs = atomic_load(&e->stuck_runs);
 	unsigned running = executors_running(e);

@@ -115,7 +115,9 @@ enum {
 	TRAIT_RUN_LATE = 4,           /* TW_RUN_LATE; immutable while live */
 	TRAIT_QUEUED = 8,             /* under lock: a firing of it waits in a ring, not taken */
 	TRAIT_STUCK = 16,             /* under lock: that run is past run_limit_ms */
-	TRAIT_DROP = 32, /* under lock: the queued firing was dropped (and counted) by a pause */
+	TRAIT_DROP = 32, /* under lock: the queued firing was dropped and counted (pause, cancel) */
+	/* under lock: the firing task->rerun stands for is a one-shot's */
+	TRAIT_ONESHOT_RERUN = 64,
 };
 
 _Static_assert(sizeof(struct tw_task) == 64, "the hot part is one cache line");
@@ -622,6 +624,9 @@ struct tw_engine {
 	/* what application threads write */
 	_Atomic uint64_t tasks_added __attribute__((aligned(64))); /* with max_tasks only */
 	struct end_counts api_ends;
+	/* firings waiting for their task's run that calls dropped: tw_pause and tw_cancel
+	 * (missed), tw_set_period (overlap); any thread's, added atomically */
+	_Atomic uint64_t api_skipped_missed, api_skipped_overlap;
 	/* mailbox to the wheel thread: many producers, one consumer */
 	struct cds_wfcq_tail mail_tail __attribute__((aligned(64)));
 	struct __cds_wfcq_head mail_head __attribute__((aligned(64)));

@@ -245,34 +245,52 @@ static int op_set_never(struct tw_engine *e, struct tw_task *task, uint64_t unus
 static int op_set_period(struct tw_engine *e, struct tw_task *task, uint64_t period_ms,
 			 uint64_t unused, struct after_unlock *after)
 {
-	(void)e, (void)unused, (void)after;
+	(void)unused, (void)after;
 	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), true))
 		return -TW_ESTATE;
+	/* A periodic firing that waits for the task's run (TW_RUN_LATE) is of the old period:
+	 * its due is known only as the next due minus that period, so it is skipped. */
+	if (task->rerun && !task_has_trait(task, TRAIT_ONESHOT_RERUN) &&
+	    period_ms != task_period_ms(task)) {
+		task->rerun = false;
+		bump_skips(&task_cold(task)->skipped_overlap, 1);
+		add_skipped(task, 1);
+		atomic_fetch_add_explicit(&e->api_skipped_overlap, 1, memory_order_relaxed);
+	}
 	task_set_period_ms(task, period_ms);
 	return TW_OK;
 }
 
-static int op_pause(struct tw_engine *e, struct tw_task *task, uint64_t unused, uint64_t unused_now,
-		    struct after_unlock *after)
+/*
+ * Lock held (tw_pause, tw_cancel): no firing of the task starts after this; those that have
+ * not started are dropped and counted as missed now. One that waits for the task's run to
+ * return goes; one queued keeps the task's place until an executor takes it out, and is not
+ * run even if the task is resumed before that.
+ */
+static void drop_unstarted(struct tw_engine *e, struct tw_task *task)
 {
-	(void)e, (void)unused, (void)unused_now, (void)after;
-	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), false))
-		return -TW_ESTATE;
-	/* The entry stays filed and is dropped when its tick comes; a firing that waits for
-	 * the task's run to return is dropped now. */
 	if (task->rerun) {
 		task->rerun = false;
 		bump_skips(&task_cold(task)->skipped_missed, 1);
 		add_skipped(task, 1);
+		atomic_fetch_add_explicit(&e->api_skipped_missed, 1, memory_order_relaxed);
 	}
-	/* A firing queued and not taken is dropped now, counted now, and not run even if the
-	 * task is resumed before an executor takes it out (it keeps the task's place till then). */
 	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
 	if ((traits & (TRAIT_QUEUED | TRAIT_DROP)) == TRAIT_QUEUED) {
 		task_put_traits(task, TRAIT_DROP, 0);
 		bump_skips(&task_cold(task)->skipped_missed, 1);
 		add_skipped(task, 1);
 	}
+}
+
+static int op_pause(struct tw_engine *e, struct tw_task *task, uint64_t unused, uint64_t unused_now,
+		    struct after_unlock *after)
+{
+	(void)unused, (void)unused_now, (void)after;
+	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), false))
+		return -TW_ESTATE;
+	/* The entry stays filed and is dropped when its tick comes. */
+	drop_unstarted(e, task);
 	task_move(task, &e->api_ends, TW_PAUSED, true);
 	task_set_paused_by_failures(task, false);
 	return TW_OK;
@@ -304,6 +322,7 @@ static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if (!allowed(state, true))
 		return -TW_ESTATE;
+	drop_unstarted(e, task);
 	tw__task_end(&e->api_ends, task, state, TW_STOPPED, true);
 	atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
 	tw__task_end_if_idle(e, task, NULL, after);

@@ -61,24 +61,28 @@ static uint32_t account(struct executor *x, struct tw_task *task, struct task_co
  * and counted as missed. A one-shot keeps that firing's due in due_ns; a
  * periodic task's due_ns is already its next period's.
  */
-static bool take_rerun(struct tw_engine *e, struct tw_task *task, struct firing *f)
+static bool take_rerun(struct executor *x, struct tw_task *task, struct firing *f)
 {
+	struct tw_engine *e = x->engine;
 	task->rerun = false;
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if ((state != TW_WAITING && state != TW_RUNNING) ||
 	    atomic_load_explicit(&e->stopping, memory_order_relaxed)) {
 		bump_skips(&task_cold(task)->skipped_missed, 1);
 		add_skipped(task, 1);
+		bump(&x->dropped);
 		return false;
 	}
 	uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
 	uint64_t period_ns = task_period_ms(task) * NS_PER_MS, now = tw__engine_now_ns(e);
-	/* The firing that came due: a one-shot's own due; a periodic task's is a period before
-	 * its next (unless that is past: a one-shot given a period during the run). */
-	uint64_t late = !period_ns || due <= now ? due : due - period_ns;
+	/* The firing that came due: a one-shot's own due (also if it was given a period since:
+	 * that firing is still a one-shot's, and completes it unless re-armed); a periodic
+	 * task's is a period before its next (unless that is past). */
+	bool oneshot = task_has_trait(task, TRAIT_ONESHOT_RERUN);
+	uint64_t late = oneshot || !period_ns || due <= now ? due : due - period_ns;
 	if (late > now || due == DUE_NEVER)
 		return false; /* a later due was set since (tw_set_delay): it replaced the firing */
-	if (!period_ns)
+	if (oneshot || !period_ns)
 		atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
 	f->due_ns = late;
 	f->skipped = take_skipped(task);
@@ -91,7 +95,9 @@ static bool run_ended(struct executor *x, struct tw_task *task, struct firing *f
 		      struct after_unlock *after)
 {
 	struct tw_engine *e = x->engine;
-	if (task->rerun && take_rerun(e, task, f))
+	/* A firing of the task still queued goes first (one dropped by tw_pause too: it keeps
+	 * the task's place until taken out): the one that waits runs after it. */
+	if (task->rerun && !task_has_trait(task, TRAIT_QUEUED) && take_rerun(x, task, f))
 		return true; /* still running: the count stays */
 	uint32_t left = atomic_load_explicit(&task->running, memory_order_relaxed) - 1;
 	atomic_store_explicit(&task->running, left, memory_order_relaxed);

@@ -18,13 +18,19 @@ void tw__drop_taken(struct tw_engine *e, const struct firing *f)
 {
 	struct tw_task *task = f->task;
 	tw__task_lock(task);
-	if (!task_has_trait(task, TRAIT_DROP)) { /* else counted by tw_pause already */
+	if (!task_has_trait(task, TRAIT_DROP)) { /* else counted by tw_pause or tw_cancel */
 		bump_skips(&task_cold(task)->skipped_missed, 1);
 		add_skipped(task, 1);
 	}
 	add_skipped(task, f->skipped);
 	bump(&e->skipped_missed); /* the stopper's alone: the wheel thread is gone */
-	task->rerun = false;
+	/* the firing that waited for this one goes with it */
+	if (task->rerun) {
+		task->rerun = false;
+		bump_skips(&task_cold(task)->skipped_missed, 1);
+		add_skipped(task, 1);
+		bump(&e->skipped_missed);
+	}
 	task_put_traits(task, 0, TRAIT_QUEUED | TRAIT_DROP);
 	uint32_t left = atomic_load_explicit(&task->running, memory_order_relaxed) - 1;
 	atomic_store_explicit(&task->running, left, memory_order_relaxed);

@@ -162,11 +162,20 @@ static void take_mail(struct tw_task *task, void *ctx)
 	tw__task_unlock(task);
 }
 
-static void read_mail(struct tw_engine *e)
+/*
+ * Takes in what the executors mailed (ended tasks) and, with changes, the
+ * mailbox. On the manual clock the mailbox waits for the next tw_advance, so
+ * that the place a change gets does not depend on when this thread woke: the
+ * changes made between two advances are filed in the order they were made,
+ * a task changed twice meanwhile at the place of its first change.
+ */
+static void read_mail(struct tw_engine *e, bool changes)
 {
 	unsigned running = executors_running(e);
 	for (unsigned i = 0; i < running; i++)
 		tw__executor_take_ended(&e->executors[i], take_mail, e);
+	if (!changes)
+		return;
 	struct __cds_wfcq_head head;
 	struct cds_wfcq_tail tail;
 	struct cds_wfcq_node *node, *next;
@@ -265,6 +274,8 @@ static struct executor *home_or_free(struct tw_engine *e, struct tw_task *task)
 static struct executor *executor_for(struct tw_engine *e, struct tw_task *task, bool concurrent)
 {
 	unsigned running = executors_running(e);
+	if (running <= 1) /* nothing to choose (and never none: the engine starts with them) */
+		return &e->executors[0];
 	if (concurrent) {
 		for (unsigned tries = 0; tries < running; tries++) {
 			struct executor *x = &e->executors[e->next_executor++ % running];
@@ -314,6 +325,8 @@ static enum dispatched overlapping(struct tw_engine *e, struct tw_task *task, bo
 	if (task->rerun) /* one firing waits at most: the older is skipped */
 		skip(task, &cold->skipped_overlap, &e->skipped_overlap, 1);
 	task->rerun = true;
+	task_put_traits(task, periodic ? 0 : TRAIT_ONESHOT_RERUN,
+			periodic ? TRAIT_ONESHOT_RERUN : 0);
 	return RERUN;
 }
 
@@ -574,7 +587,7 @@ static void *wheel_main(void *arg)
 		bool advancing = !e->cfg.manual_clock || asked != handled;
 		uint64_t target = advancing ? current_tick(e) : wheel_now(&e->wheel);
 		plan_round(e);
-		read_mail(e);
+		read_mail(e, advancing);
 		if (!advancing && e->ready_owed) /* due by an advance, waiting for room */
 			hand_out_ready(e, target, e->ready_owed);
 		if (advancing) {

@@ -71,29 +71,21 @@ static void live_remove(struct model *m, struct model_task *t)
 
 /* ---- filing into the wheel's milliseconds ---- */
 
-static void file_at(struct model *m, struct model_task *t, uint64_t tick, bool by_walk)
+static void file_at(struct model *m, struct model_task *t, uint64_t tick)
 {
 	t->filed = true;
 	t->filed_tick = tick;
 	t->filed_seq = ++m->seq;
-	if (by_walk) {
-		if (m->n_walk_filed == MODEL_QUEUE_CAP)
-			model_bug("walk filings overflow");
-		m->walk_filed[m->n_walk_filed++] = (struct walk_filing){ tick, m->step };
-	}
-}
-
-/* Would giving t this due file it anew (rather than keep or defer its place)? */
-static bool would_file(const struct model_task *t, uint64_t due)
-{
-	return due != MODEL_NO_DUE && (!t->filed || due < t->filed_tick);
 }
 
 /*
- * A new due for a task that is not paused. "Tasks added, or moved earlier, [are filed]
- * in the order of those calls; a task moved later is filed into its new millisecond when
- * its previous due comes round, behind what is there then; a task set to a due in the
- * millisecond it is already filed in keeps its place."
+ * A new due for a task that is not paused. "A task added, moved earlier or resumed is
+ * filed when the wheel thread takes in that change [on the manual clock: at the next
+ * tw_advance], and it takes changes in the order they were made - except that a task
+ * changed again before its earlier change was taken in keeps that earlier change's place.
+ * A task moved later is filed into its new millisecond when its previous due comes round,
+ * behind what is there then; a task set to a due in the millisecond it is already filed
+ * in keeps its place."
  */
 static void set_due(struct model *m, struct model_task *t, uint64_t due)
 {
@@ -102,8 +94,47 @@ static void set_due(struct model *m, struct model_task *t, uint64_t due)
 	 * task stays filed, is dropped from the wheel when that millisecond comes round, and a
 	 * due set back into that millisecond meanwhile keeps its place. */
 	t->due = due;
-	if (would_file(t, due))
-		file_at(m, t, due, false);
+	bool later = t->filed && (due == MODEL_NO_DUE || due >= t->filed_tick);
+	if (!later && !t->change_waits) {
+		t->change_waits = true;
+		t->change_seq = ++m->seq;
+	}
+}
+
+struct change {
+	uint64_t seq;
+	uint32_t label;
+};
+
+static int change_cmp(const void *a, const void *b)
+{
+	const struct change *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The start of a tw_advance: the changes made since the last one are taken in, in the
+ * order of each task's first change, each with the task's due as it is now. */
+static void take_in_changes(struct model *m)
+{
+	static struct change order[MODEL_QUEUE_CAP];
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < m->n_live; i++) {
+		const struct model_task *t = &m->task[m->live[i]];
+		if (!t->change_waits)
+			continue;
+		if (n == MODEL_QUEUE_CAP)
+			model_bug("too many changes");
+		order[n++] = (struct change){ t->change_seq, m->live[i] };
+	}
+	qsort(order, n, sizeof order[0], change_cmp);
+	for (uint32_t i = 0; i < n; i++) {
+		struct model_task *t = &m->task[order[i].label];
+		t->change_waits = false;
+		if (t->paused || t->due == MODEL_NO_DUE)
+			t->filed = false;
+		else if (!t->filed || t->due < t->filed_tick)
+			file_at(m, t, t->due);
+	}
 }
 
 static uint64_t due_after(const struct model *m, uint64_t delay)
@@ -165,7 +196,7 @@ static void do_pause(struct model *m, uint32_t label, struct model_task *t)
 {
 	t->paused = true;
 	t->paused_by_failures = false;
-	unfile(t);
+	t->due = MODEL_NO_DUE; /* the wheel drops it when its millisecond comes round */
 	/* header gap: a delay given before the pause is not one "given while paused". */
 	t->pending_delay_set = false;
 	drop_firings(m, label, t);
@@ -222,11 +253,23 @@ static void hand_out(struct model *m, uint32_t label, struct model_task *t, uint
 	t->skipped_since = 0;
 }
 
-static void make_late(struct model_task *t, uint64_t due)
+static void make_late(struct model_task *t, uint64_t due, bool periodic)
 {
 	t->late = true;
+	t->late_oneshot = !periodic;
 	t->late_due = due;
 	t->late_skipped = t->skipped_since;
+	t->skipped_since = 0;
+}
+
+/* A later due while a firing waits for the task's run: "one firing waits at most", the
+ * later one; the one it replaces is skipped for overlap and reported by the run. */
+static void replace_late(struct model *m, struct model_task *t, uint64_t due, bool periodic)
+{
+	skip(m, t, OVERLAP, 1);
+	t->late_due = due;
+	t->late_oneshot = !periodic;
+	t->late_skipped = sat_add(t->late_skipped, t->skipped_since);
 	t->skipped_since = 0;
 }
 
@@ -239,12 +282,12 @@ static void dispose(struct model *m, uint32_t label, struct model_task *t, uint6
 	bool going = t->running > 0, waiting = t->queued > 0 || t->undrained > 0;
 	if (periodic) {
 		if (!t->concurrent && going) {
-			/* header gap: with TW_RUN_LATE, the firings past the one that waits are
-			 * skipped for overlap (the run is still going). */
-			if (t->run_late && !t->late)
-				make_late(t, due);
-			else
+			if (!t->run_late)
 				skip(m, t, OVERLAP, 1);
+			else if (t->late)
+				replace_late(m, t, due, true);
+			else
+				make_late(t, due, true);
 		} else if (waiting) {
 			/* header gap: concurrent tasks too: a second firing never waits */
 			skip(m, t, OVERLOAD, 1);
@@ -259,14 +302,14 @@ static void dispose(struct model *m, uint32_t label, struct model_task *t, uint6
 	 * callback). header gap: a TW_CONCURRENT one-shot due while its
 	 * previous run goes is handed out at once (its runs may overlap); one due while its
 	 * previous firing waits to start (or, serial, while its run goes) waits and is handed
-	 * out when that run returns; a second due while one waits (a re-arm meanwhile) is
-	 * skipped for overlap, since "a task has at most one firing waiting".
+	 * out when that run returns; a second due while one waits (a re-arm meanwhile)
+	 * replaces it, since "a task has at most one firing waiting".
 	 */
 	if ((!t->concurrent && going) || waiting || t->late) {
 		if (t->late)
-			skip(m, t, OVERLAP, 1);
+			replace_late(m, t, due, false);
 		else
-			make_late(t, due);
+			make_late(t, due, false);
 		return;
 	}
 	hand_out(m, label, t, due);
@@ -287,7 +330,7 @@ static void fire_due(struct model *m, uint32_t label, struct model_task *t, uint
 			skip(m, t, MISSED, behind);
 		uint64_t latest = due + behind * t->period;
 		t->due = latest + t->period;
-		file_at(m, t, t->due, true);
+		file_at(m, t, t->due);
 		dispose(m, label, t, latest, true);
 	} else {
 		t->due = MODEL_NO_DUE;
@@ -338,7 +381,7 @@ static void walk(struct model *m)
 				  (unsigned long long)t->due, (unsigned long long)c.tick);
 		if (t->due > c.tick) {
 			/* moved later: filed into its new millisecond now, behind what is there */
-			file_at(m, t, t->due, true);
+			file_at(m, t, t->due);
 			if (t->due <= m->now) {
 				uint32_t j = n++;
 				if (n > sizeof cands / sizeof cands[0])
@@ -365,34 +408,10 @@ static struct model_run *expect_push(struct model *m)
 	return &m->expect[m->n_expect++];
 }
 
-/* Did the walk of this advance file something into `tick` after the hand-out at `step`? */
-static bool racy(const struct model *m, uint64_t tick, uint64_t step)
-{
-	for (uint32_t i = 0; i < m->n_walk_filed; i++)
-		if (m->walk_filed[i].tick == tick && m->walk_filed[i].step > step)
-			return true;
-	return false;
-}
-
-static int act(struct model *m, uint32_t label, struct model_task *t, struct model_plan *plan,
-	       const struct model_firing *f)
+static int act(struct model *m, uint32_t label, struct model_plan *plan)
 {
 	switch (plan->action) {
 	case ACT_SET_DELAY:
-		/* A callback runs while the walk of its tw_advance may still go on: if it filed
-		 * its task into a millisecond the walk also files into after handing it out,
-		 * their order would be a race (header gap: not said). The plan moves the delay
-		 * off such a millisecond (the model decides the callback's actions, so they
-		 * stay deterministic). */
-		if (m->in_advance && plan->arg <= TW_MAX_DELAY_MS) {
-			while (would_file(t, m->now + plan->arg) &&
-			       racy(m, m->now + plan->arg, f->step))
-				plan->arg++;
-			if (plan->arg > TW_MAX_DELAY_MS) {
-				plan->action = ACT_NONE;
-				return 0;
-			}
-		}
 		return model_set_delay(m, label, plan->arg);
 	case ACT_SET_PERIOD:
 		return model_set_period(m, label, plan->arg);
@@ -405,6 +424,23 @@ static int act(struct model *m, uint32_t label, struct model_task *t, struct mod
 	default:
 		return 0;
 	}
+}
+
+/*
+ * A firing of the task left the executor (its run returned, or it was dropped): the one
+ * that waits for it "runs once right after that run returns", next on the same executor,
+ * before the firings queued there; while another firing of the task still waits to start,
+ * when that one leaves ("a task has at most one firing waiting"), also one dropped by
+ * tw_pause (it keeps the task's place until the executor takes it out).
+ */
+static void run_late_firing(struct model *m, uint32_t label, struct model_task *t)
+{
+	if (!t->late || t->queued || t->undrained)
+		return;
+	push_firing(m, label, t, t->late_due, t->late_skipped);
+	struct model_firing f = m->queue[--m->q_tail % MODEL_QUEUE_CAP];
+	m->queue[--m->q_head % MODEL_QUEUE_CAP] = f;
+	t->late = false;
 }
 
 static void finish_run(struct model *m, uint32_t label, struct model_task *t, bool fail)
@@ -434,14 +470,7 @@ static void finish_run(struct model *m, uint32_t label, struct model_task *t, bo
 	if (t->end || t->paused)
 		return;
 	if (t->late) {
-		/* "it runs once right after that run returns". header gap: handed out when the
-		 * run returns, behind the firings already queued; while another firing of the
-		 * task still waits to start, when that one's run returns ("a task has at most
-		 * one firing waiting"). */
-		if (!t->queued) {
-			push_firing(m, label, t, t->late_due, t->late_skipped);
-			t->late = false;
-		}
+		run_late_firing(m, label, t);
 		return;
 	}
 	/* "0 makes the task a one-shot that completes after that run". header gap: a one-shot
@@ -475,7 +504,7 @@ static void start_run(struct model *m, uint32_t label, struct model_task *t,
 		.label = label, .due = f->due, .run = t->runs, .skipped = f->skipped
 	};
 	if (plan.action != ACT_STOP && plan.action != ACT_DESTROY)
-		r->action_rc = act(m, label, t, &plan, f);
+		r->action_rc = act(m, label, &plan);
 	r->plan = plan;
 	if (plan.hold) {
 		m->held = true;
@@ -495,6 +524,8 @@ static void drain(struct model *m)
 		if (f.dropped) {
 			t->undrained--;
 			m->undrained_total--;
+			if (!t->end && !t->paused)
+				run_late_firing(m, f.label, t);
 			continue;
 		}
 		start_run(m, f.label, t, &f);
@@ -572,7 +603,10 @@ int model_set_delay(struct model *m, uint32_t label, uint64_t delay)
 	 * re-arms it too (it waits, no due, instead of completing). "The new due replaces a
 	 * firing that came due and waits for the task's run to return". */
 	t->armed = true;
-	t->late = false;
+	if (t->late) { /* the skips it would have reported go to the next run */
+		t->late = false;
+		t->skipped_since = sat_add(t->skipped_since, t->late_skipped);
+	}
 	set_due(m, t, due_after(m, delay));
 	return TW_OK;
 }
@@ -609,7 +643,13 @@ int model_set_period(struct model *m, uint32_t label, uint64_t period)
 		return rc;
 	if (t->end)
 		return -TW_ESTATE;
-	/* "From the next firing on": the due already set stays. */
+	/* "From the next firing on": the due already set stays. A periodic firing that waits
+	 * for the task's run is skipped for overlap when the period changes. */
+	if (t->late && !t->late_oneshot && period != t->period) {
+		t->late = false;
+		skip(m, t, OVERLAP, 1);
+		t->skipped_since = sat_add(t->skipped_since, t->late_skipped);
+	}
 	t->period = period;
 	return TW_OK;
 }
@@ -676,14 +716,12 @@ int model_advance(struct model *m, uint64_t ms)
 	m->hold_started = false;
 	if (m->stopped)
 		return -TW_ESHUTDOWN;
+	take_in_changes(m);
 	m->now += ms;
 	m->epoch++;
 	m->step = 0;
-	m->n_walk_filed = 0;
 	walk(m);
-	m->in_advance = true;
 	drain(m);
-	m->in_advance = false;
 	return TW_OK;
 }
 
@@ -713,12 +751,12 @@ int model_stop(struct model *m, bool from_callback)
 	if (m->stopped)
 		return -TW_ESHUTDOWN;
 	m->stopped = true;
-	bool going = false;
+	bool going = false; /* "waits for the runs": of ended tasks too */
+	for (uint32_t label = 0; label < m->n_labels; label++)
+		going |= m->task[label].running > 0;
 	while (m->n_live) {
 		uint32_t label = m->live[m->n_live - 1];
-		struct model_task *t = &m->task[label];
-		going |= t->running > 0;
-		end_task(m, label, t);
+		end_task(m, label, &m->task[label]);
 	}
 	/* The driver stops with a drain limit of 0 when a run is held: it cannot return. */
 	return going && !from_callback ? -TW_ETIMEDOUT : TW_OK;

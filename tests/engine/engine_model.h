@@ -80,6 +80,10 @@ struct model_task {
 	 * comes round. seq orders tasks filed into the same millisecond. */
 	bool filed;
 	uint64_t filed_tick, filed_seq;
+	/* A change the wheel thread has to take in (at the next tw_advance): change_seq is the
+	 * place of the first one since the last advance. */
+	bool change_waits;
+	uint64_t change_seq;
 	/* the last delay given (tw_add, tw_set_delay): a one-shot resumes with it */
 	uint64_t last_delay;
 	bool pending_delay_set;
@@ -88,6 +92,7 @@ struct model_task {
 	uint32_t queued, running;
 	uint32_t undrained; /* dropped firings still in the executor's queue */
 	bool late;          /* a firing waits for the task's run to return */
+	bool late_oneshot;  /* the task was a one-shot when that firing came due */
 	uint64_t late_due, late_skipped;
 	uint64_t skipped_since; /* skips to report in the next tw_fire.skipped */
 	uint64_t runs, failures, consecutive, overlap, overload, missed;
@@ -131,13 +136,7 @@ struct model {
 	bool hold_started; /* the last step started the held run */
 	uint64_t undrained_total;
 
-	/* the walk of the current tw_advance: filings it made, for callbacks that run meanwhile */
-	struct walk_filing {
-		uint64_t tick, step;
-	} walk_filed[MODEL_QUEUE_CAP];
-	uint32_t n_walk_filed;
-	bool in_advance; /* callbacks run while the walk may still go on */
-	uint64_t step;
+	uint64_t step; /* of the walk of the current tw_advance */
 
 	/* what the last step started */
 	struct model_run expect[MODEL_EXPECT_CAP];

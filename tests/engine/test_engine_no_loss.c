@@ -250,6 +250,118 @@ Test(no_loss, order_within_a_millisecond_is_the_order_of_filing)
 	assert_no_leaks();
 }
 
+/* Manual clock: changes are taken in when the next tw_advance begins, so a task changed twice
+ * between two advances has the place of its first change, however long the wait between. */
+Test(no_loss, manual_clock_files_a_task_changed_twice_at_its_first_change)
+{
+	tw_engine *e = manual_engine(1);
+	struct order o = { 0 };
+	tw_task_spec spec = spec_of(7, 0, order_callback, &o);
+	tw_id x = add_spec(e, &spec);
+	spec.delay_ms = 5;
+	tw_id y = add_spec(e, &spec);
+	sleep_ms(5); /* a wheel thread taking changes in as they come would file x at 7 now */
+	cr_assert_eq(tw_set_delay(e, x, 5), TW_OK);
+	step(e, 5);
+	cr_assert_eq(atomic_load(&o.n), 2);
+	cr_assert_eq(o.seen[0], x, "x was added first: its place is its add's");
+	cr_assert_eq(o.seen[1], y);
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
+
+/* A one-shot re-armed twice during its own blocked run: the later due takes the place of
+ * the waiting firing, which counts as overlap; one run follows, for the later due. */
+Test(no_loss, a_later_due_replaces_the_waiting_firing_of_a_one_shot)
+{
+	tw_engine *e = manual_engine(1);
+	struct recorder *r = recorder_new(e);
+	tw_id id = add_recorded(e, r, 1, 0, 0);
+	atomic_store(&r->block, true);
+	advance(e, 1);
+	wait_started(r);
+	cr_assert_eq(tw_set_delay(e, id, 1), TW_OK);
+	advance(e, 2); /* comes due during the run: waits */
+	cr_assert_eq(tw_set_delay(e, id, 1), TW_OK, "re-armed again: replaces the waiting one");
+	advance(e, 2);
+	atomic_store(&r->block, false);
+	gate_open(&r->gate, 1);
+	quiesce(e);
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(atomic_load(&r->runs), 2);
+	cr_assert_eq(r->due[1], r->due[0] + 3 * NS_PER_MS, "the run is for the later due");
+	cr_assert_eq(info.state, TW_COMPLETED);
+	destroy_expecting_one_release(e, r);
+}
+
+/* tw_set_period while a firing waits for the task's run: a one-shot's firing stays one (it
+ * runs once and completes the task); a TW_RUN_LATE periodic firing of the old period is
+ * skipped as overlap, and the task goes on at the due it had. */
+Test(no_loss, set_period_while_a_firing_waits_for_the_run)
+{
+	for (int periodic = 0; periodic < 2; periodic++) {
+		tw_engine *e = manual_engine(1);
+		struct recorder *r = recorder_new(e);
+		tw_id id = add_recorded(e, r, 1, periodic ? 10 : 0, periodic ? TW_RUN_LATE : 0);
+		atomic_store(&r->block, true);
+		advance(e, 1);
+		wait_started(r);
+		if (!periodic)
+			cr_assert_eq(tw_set_delay(e, id, 2), TW_OK);
+		advance(e, 10); /* the due comes during the run: it waits */
+		cr_assert_eq(tw_set_period(e, id, 50), TW_OK);
+		atomic_store(&r->block, false);
+		gate_open(&r->gate, 1);
+		quiesce(e);
+		tw_task_info info = info_of(e, id);
+		tw_engine_stats st = stats_of(e);
+		if (periodic) {
+			cr_assert_eq(atomic_load(&r->runs), 1, "the waiting firing was skipped");
+			cr_assert_eq(info.skipped_overlap, 1);
+			cr_assert_eq(st.skipped_overlap, 1, "the engine counts it too");
+			cr_assert_eq(info.state, TW_WAITING);
+			cr_assert_eq(info.next_due_ns, r->due[0] + 20 * NS_PER_MS,
+				     "the due it had");
+		} else {
+			cr_assert_eq(atomic_load(&r->runs), 2, "the one-shot's firing ran");
+			cr_assert_eq(info.state, TW_COMPLETED, "and completed it: not re-armed");
+			step(e, 100);
+			cr_assert_eq(atomic_load(&r->runs), 2, "no second run for the same due");
+		}
+		destroy_expecting_one_release(e, r);
+	}
+}
+
+/* tw_cancel drops a firing queued and not started, and one waiting for the run, and counts
+ * both as missed at once, for the task and the engine alike. */
+Test(no_loss, cancel_counts_dropped_firings_at_once)
+{
+	tw_engine *e = manual_engine(1);
+	struct recorder *r = recorder_new(e);
+	struct counts c = { 0 };
+	add_recorded(e, r, 1, 0, 0); /* holds the one executor */
+	tw_id victim = add_counted(e, &c, 2, 0);
+	atomic_store(&r->block, true);
+	advance(e, 1);
+	wait_started(r);
+	advance(e, 1); /* the victim's firing queues behind the blocked run */
+	cr_assert_eq(tw_set_delay(e, victim, 1), TW_OK);
+	advance(e, 1); /* its re-arm comes due while that firing waits: it waits too */
+	cr_assert_eq(tw_cancel(e, victim), TW_OK);
+	cr_assert_eq(info_of(e, victim).skipped_missed, 2, "both dropped, counted at once");
+	atomic_store(&r->block, false);
+	gate_open(&r->gate, 1);
+	quiesce(e);
+	cr_assert_eq(atomic_load(&c.runs), 0);
+	tw_engine_stats st = stats_of(e);
+	cr_assert_eq(st.skipped_missed, 2);
+	cr_assert_eq(info_of(e, victim).skipped_missed, 2, "not counted twice");
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), 1);
+	recorder_free(r);
+	assert_no_leaks();
+}
+
 /* A burst of a million one-shots on one executor with the default queue (4096): every one
  * runs; those that found the queue full waited (their lateness shows it). */
 static int count_only(const tw_fire *fire, void *arg)
