@@ -62,6 +62,45 @@
  *    because the task was paused, cancelled or stopped.
  * Due firings always equal runs plus skips; nothing is queued as backlog.
  *
+ * Fine points of the rules above:
+ *  - A state is the task's, not its run's: a task paused (cancelled) while
+ *    its run goes is TW_PAUSED (TW_STOPPED) at once, and TW_RUNNING again if
+ *    resumed while that run goes. A paused or ended task has no due
+ *    (next_due_ns 0). tw_get's running counts runs going and firings handed
+ *    out, also a dropped one until its executor takes it out.
+ *  - tw_resume gives a periodic task now + period; a one-shot (also one made
+ *    by tw_set_period(0)) now + the last delay it was given by tw_add or
+ *    tw_set_delay (TW_NEVER: it waits with no due); a delay given while the
+ *    task was paused wins over both, one given before the pause does not.
+ *    A task stays filed at its due while paused, until that millisecond
+ *    comes round: its due on resume is placed by the rules for a moved task.
+ *  - "Moved later" is judged against the millisecond the task is filed in
+ *    (its earlier due, if it was moved later before); a delay of TW_NEVER
+ *    counts as moved later: the task leaves the wheel when that millisecond
+ *    comes round, and a due set back into it meanwhile keeps its place.
+ *  - tw_set_delay on a one-shot whose firing was handed out re-arms it, to
+ *    TW_NEVER too (it then waits with no due instead of completing); a
+ *    one-shot given a period after its firing was handed out still
+ *    completes after that run, unless re-armed.
+ *  - A TW_CONCURRENT task's firing is handed out while its earlier runs go
+ *    (they may overlap), but never while an earlier firing of it waits for
+ *    an executor to start it: a periodic one is then skipped as overload, a
+ *    one-shot's waits for that run. TW_RUN_LATE is accepted on any task; it
+ *    matters only while the task is periodic and serial.
+ *  - A periodic task behind by whole periods counts the missed ones first,
+ *    then its latest due is judged like any firing (run, wait, or skip).
+ *    tw_fire.skipped counts the skips of the dues since the firing of the
+ *    task's previous run; a skip that comes while a firing waits to start
+ *    is reported by the run after it.
+ *  - tw_get from a callback counts the run going in runs, as tw_fire.run.
+ *    A task that ended on an executor (a one-shot's last run, a cancel from
+ *    its callback) has been released when tw_quiesce returns.
+ *  - When several codes apply, the first of: -TW_EINVAL or -TW_ERANGE for
+ *    an argument; -TW_ESHUTDOWN or -TW_EFORKED; -TW_ENOTFOUND (id 0 too);
+ *    -TW_ESTATE. tw_set_delay_many sets the ids in array order, as that many
+ *    tw_set_delay calls. max_tasks counts the tasks added and not yet
+ *    completed or stopped.
+ *
  * No task holds up another. Firings are queued to executor threads; a
  * firing queued behind a run that has lasted more than a millisecond is
  * taken by another executor that is free, and new firings go around that
@@ -70,8 +109,9 @@
  * such runs a spare executor is started (up to cfg.spare_executors).
  *
  * Once tw_pause or tw_cancel returns, no new run of the task starts: a run
- * already going finishes; a firing handed to an executor but not started is
- * dropped and counted as missed. release(arg) is called exactly once, after
+ * already going finishes; a firing handed to an executor but not started,
+ * and one waiting for the task's run, are dropped and counted as missed at
+ * once (a stop counts them too). release(arg) is called exactly once, after
  * the last run returned: on cancel, on a one-shot's completion, at stop. It
  * runs in the thread that ended the task (the canceller, the stopper) or on
  * an executor, never on the wheel thread. A tw_add that fails never calls it.
@@ -202,11 +242,17 @@ typedef struct {
 	/* Skips by reason; a task's own counts stop at 2^32 - 1 (the engine's
 	 * totals in tw_engine_stats do not). */
 	uint64_t skipped_overlap, skipped_overload, skipped_missed;
-	uint64_t last_run_ns, longest_run_ns; /* durations of runs */
+	/* Durations of its runs (the last finished run's and the longest), and
+	 * how late they started (start - due, as the engine's lateness histogram
+	 * counts it; the last started run's and the largest). Kept to the
+	 * microsecond - durations rounded up (a run of a few ns shows 1000),
+	 * lateness rounded down - and stop at 2^32 - 1 us (71 minutes). */
+	uint64_t last_run_ns, longest_run_ns;
 	bool paused_by_failures;
 	bool concurrent;
 	uint32_t running; /* firings handed to executors and not finished */
 	bool stuck;       /* a run of it has lasted longer than run_limit_ms and goes on */
+	uint64_t last_lateness_ns, max_lateness_ns; /* how late runs started: see last_run_ns */
 } tw_task_info;
 
 enum { TW_LOG_ERROR, TW_LOG_WARNING, TW_LOG_INFO };

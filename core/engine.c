@@ -285,7 +285,6 @@ static void gather_stats(tw_engine *e, tw_engine_stats *out)
 	out->wheel_busy_ns = atomic_load(&e->wheel_busy_ns);
 	for (unsigned i = 0; i < running; i++) {
 		struct executor *x = &e->executors[i];
-		out->runs += atomic_load(&x->runs);
 		out->failures += atomic_load(&x->failures);
 		out->slow_runs += atomic_load(&x->slow_runs);
 		out->skipped_missed += atomic_load(&x->dropped);
@@ -302,6 +301,7 @@ static void gather_stats(tw_engine *e, tw_engine_stats *out)
 		if (max > out->lateness_max_ns)
 			out->lateness_max_ns = max;
 	}
+	out->runs = out->lateness_count; /* each run started counts in one bucket */
 }
 
 int tw_executor_stats_sized(tw_engine *e, unsigned index, tw_executor_info *out, size_t size)
@@ -313,13 +313,16 @@ int tw_executor_stats_sized(tw_engine *e, unsigned index, tw_executor_info *out,
 	if (index >= executors_running(e))
 		return -TW_ENOTFOUND;
 	struct executor *x = &e->executors[index];
+	uint64_t runs = 0;
+	for (unsigned b = 0; b < TW_LATENESS_BUCKETS; b++)
+		runs += atomic_load_explicit(&x->lateness[b], memory_order_relaxed);
 	uint64_t start = atomic_load_explicit(&x->run_start_ns, memory_order_acquire);
 	uint64_t now = start ? monotonic_ns() : 0;
 	tw_executor_info stats = {
 		.queued = tw__executor_queued(x),
 		.queued_max = atomic_load_explicit(&x->queued_max, memory_order_relaxed),
 		.busy_ns = atomic_load_explicit(&x->busy_ns, memory_order_relaxed),
-		.runs = atomic_load_explicit(&x->runs, memory_order_relaxed),
+		.runs = runs,
 		.run_ns = start && now > start ? now - start : 0,
 		.spare = x->spare,
 	};

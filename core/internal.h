@@ -132,7 +132,9 @@ struct task_cold {
 	/* what an executor touches per run */
 	tw_callback callback;
 	void *arg;
-	_Atomic uint64_t runs, last_run_ns, longest_run_ns;
+	_Atomic uint64_t runs;
+	/* the last finished run's and the largest, in us (tw_task_info: us_of_ns) */
+	_Atomic uint32_t last_run_us, longest_run_us, last_lateness_us, max_lateness_us;
 	_Atomic uint32_t consecutive_failures;
 	/* failures, release, queries, skips, wide values */
 	_Atomic uint32_t failures;
@@ -248,6 +250,12 @@ static inline void task_put_traits(struct tw_task *task, uint8_t set, uint8_t cl
 static inline bool task_has_trait(const struct tw_task *task, uint8_t trait)
 {
 	return atomic_load_explicit(&task->traits, memory_order_relaxed) & trait;
+}
+
+/* A duration kept in a task's 32 bits: microseconds, rounded up, saturating. */
+static inline uint32_t us_of_ns(uint64_t ns)
+{
+	return ns > UINT64_C(1000) * UINT32_MAX ? UINT32_MAX : (uint32_t)((ns + 999) / 1000);
 }
 
 /*
@@ -506,14 +514,14 @@ struct executor {
 	_Atomic uint64_t done;         /* firings and release calls it finished, its own or taken */
 	uint64_t tail_seen;            /* tail when last read: firings up to it are there */
 	_Atomic uint64_t run_start_ns; /* of the run going on; 0: none */
-	_Atomic(struct tw_task *) run_task; /* that run's task */
-	_Atomic uint64_t runs, failures, slow_runs, dropped;
-	_Atomic uint64_t busy_ns;        /* in callbacks, ever */
+	_Atomic(struct tw_task *) run_task;            /* that run's task */
+	_Atomic uint64_t failures, slow_runs, dropped; /* runs: the lateness buckets' sum */
+	_Atomic uint64_t busy_ns;                      /* in callbacks, ever */
 	_Atomic uint64_t queued_max;     /* the most firings its ring held when it took one */
 	_Atomic uint64_t run_ns_average; /* of its callbacks, moving (1/16 per run) */
 	struct end_counts ends;
 	_Atomic uint64_t lateness_max_ns, lateness_sum_ns;
-	_Atomic uint64_t lateness[TW_LATENESS_BUCKETS];
+	_Atomic uint64_t lateness[TW_LATENESS_BUCKETS]; /* each run started counts in one */
 	struct tw_task **ended; /* ENDED_RING tasks to reap, mailed by this executor */
 	_Atomic uint64_t ended_tail;
 	uint64_t ended_head_seen;

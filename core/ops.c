@@ -33,8 +33,8 @@ static int check_delay(uint64_t ms)
 	return ms > TW_MAX_DELAY_MS ? -TW_ERANGE : TW_OK;
 }
 
-static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused, uint64_t now_ns,
-		     struct after_unlock *after);
+static inline int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused,
+			    uint64_t now_ns, struct after_unlock *after);
 
 /* Ends a task added while the engine began to stop (no-op if stop did). */
 static void cancel_while_stopping(struct tw_engine *e, struct tw_task *task)
@@ -114,8 +114,10 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 		memory_order_relaxed);
 	task_set_period_ms(task, spec->period_ms);
 	atomic_store_explicit(&cold->runs, 0, memory_order_relaxed);
-	atomic_store_explicit(&cold->last_run_ns, 0, memory_order_relaxed);
-	atomic_store_explicit(&cold->longest_run_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->last_run_us, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->longest_run_us, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->last_lateness_us, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->max_lateness_us, 0, memory_order_relaxed);
 	atomic_store_explicit(&cold->consecutive_failures, 0, memory_order_relaxed);
 	atomic_store_explicit(&cold->failures, 0, memory_order_relaxed);
 	atomic_store_explicit(&cold->slow_runs, 0, memory_order_relaxed);
@@ -267,7 +269,7 @@ static int op_set_period(struct tw_engine *e, struct tw_task *task, uint64_t per
  * return goes; one queued keeps the task's place until an executor takes it out, and is not
  * run even if the task is resumed before that.
  */
-static void drop_unstarted(struct tw_engine *e, struct tw_task *task)
+static __attribute__((noinline)) void drop_in_flight(struct tw_engine *e, struct tw_task *task)
 {
 	if (task->rerun) {
 		task->rerun = false;
@@ -281,6 +283,14 @@ static void drop_unstarted(struct tw_engine *e, struct tw_task *task)
 		bump_skips(&task_cold(task)->skipped_missed, 1);
 		add_skipped(task, 1);
 	}
+}
+
+/* Inline, the test alone: most tasks have no firing in flight. */
+static ALWAYS_INLINE void drop_unstarted(struct tw_engine *e, struct tw_task *task)
+{
+	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
+	if (__builtin_expect(task->rerun || (traits & TRAIT_QUEUED), 0))
+		drop_in_flight(e, task);
 }
 
 static int op_pause(struct tw_engine *e, struct tw_task *task, uint64_t unused, uint64_t unused_now,
@@ -314,9 +324,10 @@ static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 	return TW_OK;
 }
 
-/* The task ends now; it is released once no run of it is going. */
-static int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused,
-		     uint64_t unused_now, struct after_unlock *after)
+/* The task ends now; it is released once no run of it is going. Inlined into tw_cancel:
+ * out of line the call costs more than the cancel's own test for firings in flight. */
+static ALWAYS_INLINE int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused,
+				   uint64_t unused_now, struct after_unlock *after)
 {
 	(void)unused, (void)unused_now;
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);

@@ -7,6 +7,11 @@
 
 #include "internal.h"
 
+static inline uint64_t ns_of_us(_Atomic uint32_t *us)
+{
+	return (uint64_t)atomic_load_explicit(us, memory_order_relaxed) * 1000;
+}
+
 /*
  * Inside a read-side section: fills *out from the slot task if it holds the
  * task id at the end of the read, and says whether it did. A slot is reused
@@ -42,12 +47,14 @@ static inline __attribute__((always_inline)) bool task_read_info(struct tw_task 
 		.skipped_overload =
 			atomic_load_explicit(&cold->skipped_overload, memory_order_relaxed),
 		.skipped_missed = atomic_load_explicit(&cold->skipped_missed, memory_order_relaxed),
-		.last_run_ns = atomic_load_explicit(&cold->last_run_ns, memory_order_relaxed),
-		.longest_run_ns = atomic_load_explicit(&cold->longest_run_ns, memory_order_relaxed),
+		.last_run_ns = ns_of_us(&cold->last_run_us),
+		.longest_run_ns = ns_of_us(&cold->longest_run_us),
 		.paused_by_failures = traits & TRAIT_PAUSED_BY_FAILURES,
 		.concurrent = traits & TRAIT_CONCURRENT,
 		.running = atomic_load_explicit(&task->running, memory_order_relaxed),
 		.stuck = traits & TRAIT_STUCK,
+		.last_lateness_ns = ns_of_us(&cold->last_lateness_us),
+		.max_lateness_ns = ns_of_us(&cold->max_lateness_us),
 	};
 	/* An id that changed meanwhile means the task was reaped while we read. */
 	if (atomic_load_explicit(&task->id, memory_order_acquire) != id)

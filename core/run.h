@@ -10,16 +10,24 @@
 
 #include "internal.h"
 
-static void note_lateness(struct executor *x, uint64_t late_ns)
+static void note_lateness(struct executor *x, uint64_t late_ns, uint64_t us)
 {
-	uint64_t us = late_ns / 1000;
-	unsigned bucket = us ? 64 - (unsigned)__builtin_clzll(us) : 0;
+	/* us's bit length (0 for 0), without a branch: 2us + 1 is never 0 */
+	unsigned bucket = 63 - (unsigned)__builtin_clzll(us << 1 | 1);
 	if (bucket >= TW_LATENESS_BUCKETS)
 		bucket = TW_LATENESS_BUCKETS - 1;
 	bump(&x->lateness[bucket]);
 	bump_by(&x->lateness_sum_ns, late_ns);
 	if (late_ns > atomic_load_explicit(&x->lateness_max_ns, memory_order_relaxed))
 		atomic_store_explicit(&x->lateness_max_ns, late_ns, memory_order_relaxed);
+}
+
+/* Lock held: a task's last and largest of a measure. */
+static void keep_max(_Atomic uint32_t *last, _Atomic uint32_t *max, uint32_t value)
+{
+	atomic_store_explicit(last, value, memory_order_relaxed);
+	if (value > atomic_load_explicit(max, memory_order_relaxed))
+		atomic_store_explicit(max, value, memory_order_relaxed);
 }
 
 /* Lock held: accounts for a run that returned rc after took_ns. Returns the
@@ -29,9 +37,7 @@ static uint32_t account(struct executor *x, struct tw_task *task, struct task_co
 			uint64_t took_ns)
 {
 	struct tw_engine *e = x->engine;
-	atomic_store_explicit(&cold->last_run_ns, took_ns, memory_order_relaxed);
-	if (took_ns > atomic_load_explicit(&cold->longest_run_ns, memory_order_relaxed))
-		atomic_store_explicit(&cold->longest_run_ns, took_ns, memory_order_relaxed);
+	keep_max(&cold->last_run_us, &cold->longest_run_us, us_of_ns(took_ns));
 	if (took_ns > e->slow_run_ns) {
 		bump32(&cold->slow_runs);
 		bump(&x->slow_runs);
@@ -157,17 +163,23 @@ static inline __attribute__((always_inline)) void run_firing(struct executor *x,
 			.run = starts ? bump(&cold->runs) : 0,
 			.skipped = f->skipped,
 		};
+		uint64_t start = 0;
+		if (starts) { /* read under the lock: the task's lateness is its last start's */
+			start = monotonic_ns();
+			uint64_t now = e->cfg.manual_clock ? tw__engine_now_ns(e) : start;
+			uint64_t late = now > f->due_ns ? now - f->due_ns : 0,
+				 late_us = late / 1000;
+			keep_max(&cold->last_lateness_us, &cold->max_lateness_us,
+				 late_us < UINT32_MAX ? (uint32_t)late_us : UINT32_MAX);
+			note_lateness(x, late, late_us);
+		}
 		task_put_traits(task, 0, TRAIT_QUEUED); /* taken: started, or dropped */
 		tw__task_unlock(task);
 		int rc = 0;
 		uint64_t took = 0;
 		if (starts) {
-			uint64_t start = monotonic_ns();
 			atomic_store_explicit(&x->run_task, task, memory_order_relaxed);
 			atomic_store_explicit(&x->run_start_ns, start, memory_order_release);
-			uint64_t now = e->cfg.manual_clock ? tw__engine_now_ns(e) : start;
-			note_lateness(x, now > f->due_ns ? now - f->due_ns : 0);
-			bump(&x->runs);
 			rc = cold->callback(&fire, cold->arg);
 			took = monotonic_ns() - start;
 			bump_by(&x->busy_ns, took);

@@ -153,7 +153,8 @@ static void reconcile(struct tw_engine *e, struct tw_task *task)
 	}
 }
 
-static void take_mail(struct tw_task *task, void *ctx)
+/* Inlined into the mailbox's loop, where it runs once per change. */
+static inline __attribute__((always_inline)) void take_mail(struct tw_task *task, void *ctx)
 {
 	struct tw_engine *e = ctx;
 	tw__task_lock(task);

@@ -1,7 +1,7 @@
 /*
  * engine_model.c - see engine_model.h. Every rule here is read from
- * api/tickwheel.h; where the header is silent the choice is marked
- * "header gap" and listed in the report that came with this file.
+ * api/tickwheel.h; "fine points:" marks a rule its section of that name
+ * decides, "header gap:" one the header still leaves open (the model's reading).
  */
 #include "engine_model.h"
 
@@ -52,7 +52,7 @@ tw_state model_state(const struct model_task *t)
 		return (tw_state)t->end;
 	if (t->paused)
 		return TW_PAUSED;
-	/* header gap: the state of a task paused (or cancelled) while its run goes, and of one
+	/* fine points: the state of a task paused (or cancelled) while its run goes, and of one
 	 * resumed while it goes: here PAUSED (STOPPED) at once, and RUNNING after the resume. */
 	if (t->running || t->queued)
 		return TW_RUNNING;
@@ -89,7 +89,7 @@ static void file_at(struct model *m, struct model_task *t, uint64_t tick)
  */
 static void set_due(struct model *m, struct model_task *t, uint64_t due)
 {
-	/* header gap: "moved later" is read against the millisecond the task is filed in (its
+	/* fine points: "moved later" is read against the millisecond the task is filed in (its
 	 * previous due), also when it was moved before; TW_NEVER counts as moved later: the
 	 * task stays filed, is dropped from the wheel when that millisecond comes round, and a
 	 * due set back into that millisecond meanwhile keeps its place. */
@@ -175,7 +175,7 @@ static void drop_firings(struct model *m, uint32_t label, struct model_task *t)
 		skip(m, t, MISSED, 1);
 		t->skipped_since = sat_add(t->skipped_since, f->skipped);
 	}
-	/* header gap: a firing waiting for the task's own run (TW_RUN_LATE, a one-shot) when
+	/* fine points: a firing waiting for the task's own run (TW_RUN_LATE, a one-shot) when
 	 * the task is paused, cancelled or stopped: dropped and counted as missed, as a firing
 	 * handed out and not started. */
 	if (t->late) {
@@ -185,7 +185,7 @@ static void drop_firings(struct model *m, uint32_t label, struct model_task *t)
 	}
 }
 
-/* header gap: a task paused (or ended) has no due: next_due_ns 0 until tw_resume gives one. */
+/* fine points: a task paused (or ended) has no due: next_due_ns 0 until tw_resume gives one. */
 static void unfile(struct model_task *t)
 {
 	t->filed = false;
@@ -197,7 +197,7 @@ static void do_pause(struct model *m, uint32_t label, struct model_task *t)
 	t->paused = true;
 	t->paused_by_failures = false;
 	t->due = MODEL_NO_DUE; /* the wheel drops it when its millisecond comes round */
-	/* header gap: a delay given before the pause is not one "given while paused". */
+	/* fine points: a delay given before the pause is not one "given while paused". */
 	t->pending_delay_set = false;
 	drop_firings(m, label, t);
 }
@@ -247,7 +247,7 @@ static void push_firing(struct model *m, uint32_t label, struct model_task *t, u
 
 static void hand_out(struct model *m, uint32_t label, struct model_task *t, uint64_t due)
 {
-	/* header gap: tw_fire.skipped counts the skips of the dues between the previous run's
+	/* fine points: tw_fire.skipped counts the skips of the dues between the previous run's
 	 * and this one's; a skip that comes while this firing waits to start is the next run's. */
 	push_firing(m, label, t, due, t->skipped_since);
 	t->skipped_since = 0;
@@ -289,7 +289,7 @@ static void dispose(struct model *m, uint32_t label, struct model_task *t, uint6
 			else
 				make_late(t, due, true);
 		} else if (waiting) {
-			/* header gap: concurrent tasks too: a second firing never waits */
+			/* fine points: concurrent tasks too: a second firing never waits */
 			skip(m, t, OVERLOAD, 1);
 		} else {
 			hand_out(m, label, t, due);
@@ -298,8 +298,8 @@ static void dispose(struct model *m, uint32_t label, struct model_task *t, uint6
 	}
 	/*
 	 * A one-shot's firing is never lost; a task made a one-shot by tw_set_period(0) is one
-	 * at this firing (header gap: the header's example is a one-shot re-armed from its own
-	 * callback). header gap: a TW_CONCURRENT one-shot due while its
+	 * at this firing (fine points: the header's example is a one-shot re-armed from its own
+	 * callback). fine points: a TW_CONCURRENT one-shot due while its
 	 * previous run goes is handed out at once (its runs may overlap); one due while its
 	 * previous firing waits to start (or, serial, while its run goes) waits and is handed
 	 * out when that run returns; a second due while one waits (a re-arm meanwhile)
@@ -321,7 +321,7 @@ static void fire_due(struct model *m, uint32_t label, struct model_task *t, uint
 	if (t->period) {
 		/* "the engine fell behind by whole periods: the task runs once for its latest
 		 * due and stays on its phase"; the manual clock jumps to the new time at once
-		 * ("callbacks see the new time as now"). header gap: the firing is handed out
+		 * ("callbacks see the new time as now"). fine points: the firing is handed out
 		 * in the walk at the millisecond it was filed in, not at the latest due's; and
 		 * the missed periods are counted first, then the latest due is judged like any
 		 * firing (overlap, overload, or a wait with TW_RUN_LATE). */
@@ -473,7 +473,7 @@ static void finish_run(struct model *m, uint32_t label, struct model_task *t, bo
 		run_late_firing(m, label, t);
 		return;
 	}
-	/* "0 makes the task a one-shot that completes after that run". header gap: a one-shot
+	/* "0 makes the task a one-shot that completes after that run". fine points: a one-shot
 	 * given a period after its firing was handed out still completes, unless re-armed. */
 	if (!t->armed && !t->running && !t->queued)
 		complete(m, t);
@@ -485,6 +485,9 @@ static void start_run(struct model *m, uint32_t label, struct model_task *t,
 	t->queued--;
 	t->running++;
 	t->runs++;
+	t->last_late = m->now - f->due;
+	if (t->last_late > t->max_late)
+		t->max_late = t->last_late;
 	m->totals.runs++;
 	struct model_run *r = expect_push(m);
 	struct model_plan plan;
@@ -540,7 +543,7 @@ int model_add(struct model *m, uint32_t label, const struct model_spec *spec)
 		model_bug("bad label %u", label);
 	if (label >= m->n_labels)
 		m->n_labels = label + 1;
-	/* header gap: which error wins when several apply; the driver never mixes them. */
+	/* fine points: which error wins when several apply; the driver never mixes them. */
 	if (m->stopped)
 		return -TW_ESHUTDOWN;
 	if (spec->no_callback || spec->no_out ||
@@ -550,13 +553,13 @@ int model_add(struct model *m, uint32_t label, const struct model_spec *spec)
 	if ((spec->delay > TW_MAX_DELAY_MS && spec->delay != TW_NEVER) ||
 	    spec->period > TW_MAX_DELAY_MS)
 		return -TW_ERANGE;
-	/* header gap: "live" tasks for max_tasks are those not completed or stopped. */
+	/* fine points: "live" tasks for max_tasks are those not completed or stopped. */
 	if (m->max_tasks && m->n_live >= m->max_tasks)
 		return -TW_ELIMIT;
 	struct model_task *t = &m->task[label];
 	memset(t, 0, sizeof *t);
 	t->added = true;
-	/* header gap: TW_RUN_LATE is accepted on any task and matters only while it is
+	/* fine points: TW_RUN_LATE is accepted on any task and matters only while it is
 	 * periodic and serial. */
 	t->concurrent = spec->flags & TW_CONCURRENT;
 	t->run_late = spec->flags & TW_RUN_LATE;
@@ -571,7 +574,7 @@ int model_add(struct model *m, uint32_t label, const struct model_spec *spec)
 	return TW_OK;
 }
 
-/* The checks every call on a task makes. header gap: their order (an argument error before
+/* The checks every call on a task makes. fine points: their order (an argument error before
  * an unknown id or a wrong state; -TW_ESHUTDOWN before all). */
 static int lookup(struct model *m, uint32_t label, struct model_task **out)
 {
@@ -599,7 +602,7 @@ int model_set_delay(struct model *m, uint32_t label, uint64_t delay)
 		t->pending_delay = delay;
 		return TW_OK;
 	}
-	/* "On a one-shot whose firing was handed out it re-arms the task". header gap: TW_NEVER
+	/* "On a one-shot whose firing was handed out it re-arms the task". fine points: TW_NEVER
 	 * re-arms it too (it waits, no due, instead of completing). "The new due replaces a
 	 * firing that came due and waits for the task's run to return". */
 	t->armed = true;
@@ -620,7 +623,7 @@ int model_set_delay_many(struct model *m, const uint32_t *labels, size_t n, bool
 		return -TW_EINVAL;
 	if (delay > TW_MAX_DELAY_MS && delay != TW_NEVER)
 		return -TW_ERANGE;
-	/* header gap: the ids are set in array order, as that many tw_set_delay calls. */
+	/* fine points: the ids are set in array order, as that many tw_set_delay calls. */
 	int first = TW_OK;
 	for (size_t i = 0; i < n; i++) {
 		int rc = model_set_delay(m, labels[i], delay);
@@ -678,7 +681,7 @@ int model_resume(struct model *m, uint32_t label)
 	t->paused_by_failures = false;
 	t->consecutive = 0;
 	/* "Next due = now + period (a one-shot, or a task given a delay while paused: + that
-	 * delay)". header gap: a one-shot's delay is the last one given to it (tw_add or
+	 * delay)". fine points: a one-shot's delay is the last one given to it (tw_add or
 	 * tw_set_delay), TW_NEVER included (then it waits with no due); a task made a one-shot
 	 * by tw_set_period(0) likewise; a resumed task is filed anew, behind what is there. */
 	uint64_t delay = t->pending_delay_set ? t->pending_delay :

@@ -96,6 +96,7 @@ struct model_task {
 	uint64_t late_due, late_skipped;
 	uint64_t skipped_since; /* skips to report in the next tw_fire.skipped */
 	uint64_t runs, failures, consecutive, overlap, overload, missed;
+	uint64_t last_late, max_late; /* ms: the manual time at a run's start minus its due */
 	bool released;
 	bool hold;           /* its next run blocks on the gate */
 	uint8_t hold_action; /* ACT_NONE, or ACT_STOP / ACT_DESTROY done after the gate */

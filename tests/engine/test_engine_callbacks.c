@@ -545,6 +545,66 @@ Test(callbacks, slow_runs_are_counted_and_timed)
 	assert_no_leaks();
 }
 
+/* A run of a few ns shows 1 us: "ran" is never confused with "never ran" (0). */
+Test(callbacks, a_run_shows_at_least_one_microsecond)
+{
+	tw_engine *e = manual_engine(1);
+	unsigned none = 0;
+	tw_id id = add_task(e, 1, 0, sleepy_callback, &none);
+	step(e, 1);
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.runs, 1);
+	cr_assert_geq(info.last_run_ns, 1000, "last_run_ns %" PRIu64, info.last_run_ns);
+	cr_assert_eq(info.last_run_ns % 1000, 0, "kept to the microsecond");
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
+
+/* How late a task's runs start: on the manual clock, exactly the manual time at the start
+ * minus the due. A blocked executor holds a periodic task's first run 3 ms past its due;
+ * its second run starts on time: last 0, max 3 ms, in tw_get and tw_list alike. */
+static int list_one(tw_id id, const tw_task_info *info, void *arg)
+{
+	(void)id;
+	*(tw_task_info *)arg = *info;
+	return 0;
+}
+
+Test(callbacks, per_task_lateness_last_and_max)
+{
+	tw_engine *e = manual_engine(1);
+	struct recorder *r = recorder_new(e);
+	struct counts c = { 0 };
+	add_recorded(e, r, 1, 0, 0);
+	tw_id late = add_counted(e, &c, 2, 10);
+	cr_assert_eq(info_of(e, late).max_lateness_ns, 0, "no run yet");
+	atomic_store(&r->block, true);
+	advance(e, 1);
+	wait_started(r);
+	advance(e, 1); /* due at 2: queued behind the blocked run */
+	advance(e, 3); /* it starts at 5 */
+	atomic_store(&r->block, false);
+	gate_open(&r->gate, 1);
+	quiesce(e);
+	tw_task_info info = info_of(e, late);
+	cr_assert_eq(info.runs, 1);
+	cr_assert_eq(info.last_lateness_ns, 3 * NS_PER_MS);
+	cr_assert_eq(info.max_lateness_ns, 3 * NS_PER_MS);
+	step(e, 7); /* its next due, 12, on time */
+	info = info_of(e, late);
+	cr_assert_eq(info.runs, 2);
+	cr_assert_eq(info.last_lateness_ns, 0);
+	cr_assert_eq(info.max_lateness_ns, 3 * NS_PER_MS);
+	tw_task_info listed = { 0 };
+	cr_assert_eq(tw_list(e, 0, list_one, &listed), TW_OK); /* the one live task */
+	cr_assert_eq(listed.max_lateness_ns, 3 * NS_PER_MS, "tw_list shows it too");
+	cr_assert_eq(listed.last_lateness_ns, 0);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), 1);
+	recorder_free(r);
+	assert_no_leaks();
+}
+
 /* A slow_run_ms too large to count in ns means "never slow", not a wrapped
  * limit (this one would wrap to 448 us) that makes every run slow. */
 Test(callbacks, huge_slow_run_limit_counts_no_run_as_slow)

@@ -310,6 +310,13 @@ struct task_ctx {
 	struct model_plan slot[PLAN_SLOTS];
 };
 
+/* A lateness of ms as tw_task_info keeps it: in us, stopping at 2^32 - 1 us. */
+static uint64_t kept_ns(uint64_t ms)
+{
+	uint64_t max_us = UINT32_MAX;
+	return (ms > max_us / 1000 ? max_us : ms * 1000) * 1000;
+}
+
 /* One run as the callback saw it. */
 struct fire_rec {
 	uint32_t label;
@@ -643,6 +650,12 @@ static void check_task(struct run *r, uint32_t label)
 	      info.concurrent, t->concurrent);
 	FIELD("running", info.running >= running && info.running <= running + t->undrained,
 	      "running %" PRIu32 ", the model says %" PRIu32, info.running, running);
+	FIELD("last_lateness_ns", info.last_lateness_ns == kept_ns(t->last_late),
+	      "last_lateness_ns %" PRIu64 ", the model says %" PRIu64 " ms", info.last_lateness_ns,
+	      t->last_late);
+	FIELD("max_lateness_ns", info.max_lateness_ns == kept_ns(t->max_late),
+	      "max_lateness_ns %" PRIu64 ", the model says %" PRIu64 " ms", info.max_lateness_ns,
+	      t->max_late);
 	FIELD("stuck", !info.stuck, "stuck without run_limit_ms");
 	FIELD("slow_runs", info.slow_runs == 0, "slow_runs %" PRIu64 " with slow_run_ms of years",
 	      info.slow_runs);
