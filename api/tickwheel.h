@@ -312,6 +312,10 @@ typedef struct {
 	uint64_t executor_busy_ns; /* time the executors spent in callbacks, added up */
 	uint64_t wheel_busy_ns;    /* time the wheel thread spent in its rounds */
 	uint64_t lateness_count;   /* runs in lateness_us, added up (beside lateness_sum_ns) */
+	/* Bytes the engine holds now: its task table (it grows by chunks of
+	 * tasks and never shrinks before destroy), its queues and records. Not
+	 * the threads' stacks, nor what liburcu or the allocator keep. */
+	uint64_t memory_bytes;
 } tw_engine_stats;
 
 /* One executor's counters (tw_executor_stats). */

@@ -302,6 +302,11 @@ static void gather_stats(tw_engine *e, tw_engine_stats *out)
 			out->lateness_max_ns = max;
 	}
 	out->runs = out->lateness_count; /* each run started counts in one bucket */
+	const struct executor *x0 = &e->executors[0];
+	uint64_t per_executor = sizeof *x0 + ENDED_RING * sizeof(struct tw_task *) +
+				((uint64_t)x0->mask + 1) * sizeof *x0->ring;
+	out->memory_bytes =
+		sizeof *e + tw__table_bytes(&e->table) + e->executor_slots * per_executor;
 }
 
 int tw_executor_stats_sized(tw_engine *e, unsigned index, tw_executor_info *out, size_t size)

@@ -397,6 +397,8 @@ struct task_table {
 
 int tw__table_init(struct task_table *t);
 void tw__table_fini(struct task_table *t);
+/* What the table holds: its directory and chunks (tw_stats' memory_bytes). */
+uint64_t tw__table_bytes(struct task_table *t);
 /* Takes a free slot (lock held inside) and makes its next id, *id; NULL when
  * out of memory or ids. */
 struct tw_task *tw__table_take(struct task_table *t, tw_id *id, int *error);

@@ -229,6 +229,8 @@ static void put_all(struct sink *s, const tw_engine_stats *st)
 	put_sample(s, "tasks", "state", "paused", st->tasks_paused);
 	put_one(s, "spare_executors", "gauge", "Spare executors started and running now.",
 		st->spare_executors);
+	put_one(s, "memory_bytes", "gauge", "Bytes the engine holds: task table, queues, records.",
+		st->memory_bytes);
 	put_family(s, "wheel_busy_seconds_total", "counter",
 		   "Time the wheel thread spent in its rounds.");
 	put_name(s, "wheel_busy_seconds_total", "", NULL, NULL);

@@ -54,6 +54,16 @@ int tw__table_init(struct task_table *t)
 	return TW_OK;
 }
 
+uint64_t tw__table_bytes(struct task_table *t)
+{
+	read_section_begin(); /* the directory a growth replaces is freed after a grace period */
+	struct task_dir *d = rcu_dereference(t->dir);
+	uint64_t bytes = sizeof *d + d->capacity * sizeof d->chunk[0] +
+			 atomic_load_explicit(&d->chunks, memory_order_acquire) * TABLE_CHUNK_BYTES;
+	read_section_end();
+	return bytes;
+}
+
 void tw__table_fini(struct task_table *t)
 {
 	if (!t->dir) /* tw__table_init failed or never ran */

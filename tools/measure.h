@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tickwheel.h"
+
 enum { LATENESS_BUCKETS = 20000 }; /* 1 us each: 20 ms, then one overflow bucket */
 
 struct lateness {
@@ -38,6 +40,13 @@ struct interval_summary {
 	uint64_t count;
 	double mean_ns, sd_ns, smallest_ns, largest_ns; /* deviation from the period */
 };
+
+/* What the engine holds (tw_stats' memory_bytes), 0 if it cannot say. */
+static inline uint64_t engine_memory_bytes(tw_engine *e)
+{
+	tw_engine_stats st;
+	return tw_stats(e, &st) == TW_OK ? st.memory_bytes : 0;
+}
 
 uint64_t monotonic_now_ns(void);
 /* Sleeps until CLOCK_MONOTONIC reaches ns; a signal does not end it early. */

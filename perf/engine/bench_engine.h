@@ -3,8 +3,8 @@
  * clock and CPU time, statistics over samples, random numbers, and the
  * table every subcommand prints (figure, measured value, target, verdict).
  *
- * The benchmark uses the public API only (tickwheel.h), plus tw__alloc_bytes()
- * from core/alloc.h for the memory figure.
+ * The benchmark uses the public API only (tickwheel.h); the memory figure is
+ * tw_stats' memory_bytes.
  */
 #ifndef TICKWHEEL_PERF_ENGINE_BENCH_ENGINE_H
 #define TICKWHEEL_PERF_ENGINE_BENCH_ENGINE_H

@@ -12,7 +12,7 @@
  * operation is the engine's own.
  *
  * Order of the measurements:
- *  1. tw_add of the N tasks (information), tw__alloc_bytes() before and after;
+ *  1. tw_add of the N tasks (information), tw_stats' memory_bytes before and after;
  *  2. tw_set_delay(29 s) on every task: earlier than its due, so the wheel
  *     thread is mailed (information); meanwhile, as a reference, the cost of
  *     one dependent random read over as much memory as the tasks take;
@@ -25,8 +25,8 @@
  *     first while the table grows, then, after the retention of cancelled
  *     tasks (5 s), while adds reuse freed slots.
  */
-#include "alloc.h"
 #include "bench_engine.h"
+#include "measure.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -126,7 +126,7 @@ static size_t populate(struct ops_bench *b)
 {
 	struct latency add;
 	latency_init(&add, b->n / BATCH + 1);
-	uint64_t before = tw__alloc_bytes();
+	uint64_t before = engine_memory_bytes(b->e);
 	for (size_t s = 0; s < b->n; s += BATCH) {
 		size_t end = batch_end(s, b->n);
 		uint64_t t0 = now_ns();
@@ -136,14 +136,14 @@ static size_t populate(struct ops_bench *b)
 		}
 		latency_batch(&add, (double)(now_ns() - t0) / (double)(end - s));
 	}
-	uint64_t after = tw__alloc_bytes();
+	uint64_t after = engine_memory_bytes(b->e);
 	print_latency("tw_add, 0 -> N live (median / p99)", &add, NULL, 0);
 	latency_free(&add);
 	double per_task = (double)(after - before) / (double)b->n;
 	char value[96];
 	snprintf(value, sizeof value, "%.1f B (%.1f -> %.1f MiB)", per_task,
 		 (double)before / 1048576.0, (double)after / 1048576.0);
-	table_row("bytes per live task (tw__alloc_bytes)", value, "<= 160 B",
+	table_row("bytes per live task (memory_bytes)", value, "<= 160 B",
 		  verdict_le(per_task, 160));
 	return (size_t)per_task;
 }

@@ -15,8 +15,8 @@
  * whole loops over N divided by N, median over the repetitions, like the
  * wheel's (bench_measure.c).
  */
-#include "alloc.h"
 #include "bench.h"
+#include "measure.h"
 #include "ops.h"
 #include "tickwheel.h"
 
@@ -263,10 +263,10 @@ int ops_engine_measure(size_t n, uint64_t seed, struct engine_figures *out)
 	}
 	x.retain_ms = cfg.retain_ms;
 	/* The first pass grows the table: its adds and its bytes. */
-	uint64_t before = tw__alloc_bytes();
+	uint64_t before = engine_memory_bytes(x.e);
 	out->ns[ENG_ADD_FRESH] = add_all(&x);
 	wheel_caught_up(&x);
-	out->bytes_per_task = (double)(tw__alloc_bytes() - before) / (double)n;
+	out->bytes_per_task = (double)(engine_memory_bytes(x.e) - before) / (double)n;
 	lay_out(&x, x.perm[2]);
 	cancel_all(&x);
 	reap(&x);

@@ -31,9 +31,8 @@
  * took, which is what the last message of a batch waits for its reset.
  */
 #include "sessions.h"
+#include "measure.h"
 #include "suite.h"
-
-#include "alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,14 +189,14 @@ int scenario_sessions(const struct suite_options *opt, struct report *r)
 		rc = -TW_ENOMEM;
 	for (size_t i = 0; !rc && i < c.n_quiet; i++)
 		is_quiet[order[i]] = 1;
-	uint64_t alloc0 = tw__alloc_bytes(), added0 = monotonic_now_ns();
+	uint64_t alloc0 = engine_memory_bytes(e), added0 = monotonic_now_ns();
 	for (size_t i = 0; !rc && i < c.n; i++) {
 		tw_task_spec spec = { .delay_ms = c.timeout_ms,
 				      .callback = expire,
 				      .arg = is_quiet[i] ? &quiet : &active };
 		rc = tw_add(e, &spec, &ids[i]);
 	}
-	uint64_t alloc_growth = tw__alloc_bytes() - alloc0;
+	uint64_t alloc_growth = engine_memory_bytes(e) - alloc0;
 	/* Laid out in reset order, the ids are read in sequence: the one random
 	 * access of a reset is the engine's own. */
 	tw_id *seq = rc ? NULL : malloc((c.n_active ? c.n_active : 1) * sizeof *seq);

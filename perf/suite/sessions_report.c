@@ -77,7 +77,7 @@ void sessions_report(struct report *r, const struct setup *c, struct resetter *w
 		       "expired (expired_while_active: the resetting threads fell behind)");
 	report_note(r, "cpu_per_second: the process (getrusage); engine_cpu_per_second: minus "
 		       "the resetting threads' own CPU; memory_per_session: growth of "
-		       "tw__alloc_bytes() over the adds / sessions");
+		       "tw_stats' memory_bytes over the adds / sessions");
 	if (batch.oom || single.oom)
 		report_note(r, "out of memory for some latency samples: they were dropped");
 	su_samples_free(&batch);

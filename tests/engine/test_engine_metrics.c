@@ -111,6 +111,7 @@ Test(metrics, every_family_has_help_and_type)
 		{ "tasks_live", "gauge" },
 		{ "tasks", "gauge" },
 		{ "spare_executors", "gauge" },
+		{ "memory_bytes", "gauge" },
 		{ "wheel_busy_seconds_total", "counter" },
 		{ "lateness_seconds", "histogram" },
 		{ "lateness_max_seconds", "gauge" },
@@ -163,6 +164,7 @@ Test(metrics, values_are_the_stats)
 	cr_assert_eq(sample(text, "tickwheel_wheel_wakeups_total"), (double)st.wheel_wakeups);
 	cr_assert_eq(sample(text, "tickwheel_stuck_runs_total"), 0);
 	cr_assert_eq(sample(text, "tickwheel_spare_executors"), 0);
+	cr_assert_eq(sample(text, "tickwheel_memory_bytes"), (double)st.memory_bytes);
 	free(text);
 	tw_engine_destroy(e);
 }
@@ -443,5 +445,28 @@ Test(metrics, lateness_count_is_the_buckets_added_up)
 	cr_assert_eq(st.lateness_count, sum);
 	cr_assert_eq(st.lateness_count, st.runs);
 	tw_engine_destroy(e);
+	assert_no_leaks();
+}
+
+/* memory_bytes: what the engine holds; its table grows with the tasks, by whole chunks
+ * (152 bytes a task: internal.h), and does not shrink before destroy. */
+Test(metrics, memory_bytes_grows_with_the_table)
+{
+	tw_engine *e = manual_engine(1);
+	uint64_t empty = stats_of(e).memory_bytes;
+	cr_assert_gt(empty, 0);
+	enum { N = 50000 };
+	static tw_id ids[N];
+	struct counts c = { 0 };
+	for (int i = 0; i < N; i++)
+		ids[i] = add_counted(e, &c, 1000, 0);
+	uint64_t full = stats_of(e).memory_bytes;
+	double per_task = (double)(full - empty) / N;
+	cr_assert(per_task >= 144 && per_task <= 170, "%.1f bytes a task", per_task);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(tw_cancel(e, ids[i]), TW_OK);
+	cr_assert_eq(stats_of(e).memory_bytes, full, "the table keeps its chunks");
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), N);
 	assert_no_leaks();
 }
