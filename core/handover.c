@@ -80,6 +80,7 @@ void tw__executor_push_release(struct executor *x, struct tw_task *task)
  */
 bool tw__executor_mail_ended(struct executor *x, struct tw_task *task)
 {
+	TASK_LOCKED(task);
 	if (task->mailed)
 		return false;
 	uint64_t tail = atomic_load_explicit(&x->ended_tail, memory_order_relaxed);

@@ -123,6 +123,23 @@ enum {
 _Static_assert(sizeof(struct tw_task) == 64, "the hot part is one cache line");
 
 /*
+ * Who may touch what, checked in debug builds: each thread keeps the task
+ * locks it holds (task.c), so TASK_LOCKED(task) aborts when the calling thread
+ * does not hold that task's lock, and WHEEL_THREAD_ONLY() when it is not the
+ * wheel thread. With NDEBUG (release builds) they check nothing and cost
+ * nothing.
+ */
+#ifndef NDEBUG
+void tw__task_assert_locked(const struct tw_task *task, const char *where);
+void tw__assert_wheel_thread(const char *where);
+#define TASK_LOCKED(task)   tw__task_assert_locked(task, __func__)
+#define WHEEL_THREAD_ONLY() tw__assert_wheel_thread(__func__)
+#else
+#define TASK_LOCKED(task)   ((void)(task))
+#define WHEEL_THREAD_ONLY() ((void)0)
+#endif
+
+/*
  * The skip counters are 32 bits and saturate at UINT32_MAX (2^32 - 1 skips of
  * one task for one reason; at a firing a millisecond, 49 days of them): the
  * 64-bit counters did not fit in 160 bytes. tw_task_info reports them as they
@@ -227,6 +244,7 @@ static inline bool task_concurrent(const struct tw_task *task)
 /* Lock held: sets or clears a trait (one writer at a time; tw_get reads without the lock). */
 static inline void task_set_trait(struct tw_task *task, uint8_t trait, bool on)
 {
+	TASK_LOCKED(task);
 	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
 	uint8_t want = on ? traits | trait : traits & (uint8_t)~trait;
 	if (want != traits)
@@ -242,6 +260,7 @@ static inline void task_set_paused_by_failures(struct tw_task *task, bool paused
  * path per run). */
 static inline void task_put_traits(struct tw_task *task, uint8_t set, uint8_t clear)
 {
+	TASK_LOCKED(task);
 	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
 	atomic_store_explicit(&task->traits, (uint8_t)((traits | set) & ~clear),
 			      memory_order_relaxed);
@@ -300,6 +319,7 @@ static inline void bump_skips(_Atomic uint32_t *counter, uint64_t n)
 /* Lock held: n more firings skipped since the last run. */
 static inline void add_skipped(struct tw_task *task, uint64_t n)
 {
+	TASK_LOCKED(task);
 	struct task_cold *cold = task_cold(task);
 	cold->skipped_since_run = add_saturating(cold->skipped_since_run, n);
 	task->skipped = cold->skipped_since_run != 0;
@@ -308,6 +328,7 @@ static inline void add_skipped(struct tw_task *task, uint64_t n)
 /* Lock held: the skips a run reports, which it then clears. */
 static inline uint64_t take_skipped(struct tw_task *task)
 {
+	TASK_LOCKED(task);
 	if (!task->skipped)
 		return 0;
 	struct task_cold *cold = task_cold(task);
@@ -481,6 +502,7 @@ static inline void tally_step(struct end_counts *c, uint8_t from, uint8_t to)
 /* Lock held: sets the task's state and counts the move. */
 static inline void task_move(struct tw_task *task, struct end_counts *c, uint8_t to, bool shared)
 {
+	TASK_LOCKED(task);
 	uint8_t from = atomic_load_explicit(&task->state, memory_order_relaxed);
 	atomic_store_explicit(&task->state, to, memory_order_relaxed);
 	tally_move(c, from, to, shared);
@@ -733,6 +755,7 @@ void tw__ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped)
 static inline void mail_after_unlock(struct tw_engine *e, struct tw_task *task,
 				     struct after_unlock *after)
 {
+	TASK_LOCKED(task);
 	if (tw__task_mail(e, task))
 		after->wake = e;
 }

@@ -22,6 +22,7 @@ static bool allowed(uint8_t state, bool paused_ok)
 static void set_due(struct tw_engine *e, struct tw_task *task, uint64_t due_ns,
 		    struct after_unlock *after)
 {
+	TASK_LOCKED(task);
 	atomic_store_explicit(&task->due_ns, due_ns, memory_order_relaxed);
 	if (task->filing != FILED_DUE ||
 	    tw__engine_tick_of(e, due_ns) < wheel_entry_due(&task->entry))

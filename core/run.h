@@ -36,6 +36,7 @@ static void keep_max(_Atomic uint32_t *last, _Atomic uint32_t *max, uint32_t val
 static uint32_t account(struct executor *x, struct tw_task *task, struct task_cold *cold, int rc,
 			uint64_t took_ns)
 {
+	TASK_LOCKED(task);
 	struct tw_engine *e = x->engine;
 	keep_max(&cold->last_run_us, &cold->longest_run_us, us_of_ns(took_ns));
 	if (took_ns > e->slow_run_ns) {
@@ -69,6 +70,7 @@ static uint32_t account(struct executor *x, struct tw_task *task, struct task_co
  */
 static bool take_rerun(struct executor *x, struct tw_task *task, struct firing *f)
 {
+	TASK_LOCKED(task);
 	struct tw_engine *e = x->engine;
 	task->rerun = false;
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
@@ -100,6 +102,7 @@ static bool take_rerun(struct executor *x, struct tw_task *task, struct firing *
 static bool run_ended(struct executor *x, struct tw_task *task, struct firing *f,
 		      struct after_unlock *after)
 {
+	TASK_LOCKED(task);
 	struct tw_engine *e = x->engine;
 	/* A firing of the task still queued goes first (one dropped by tw_pause too: it keeps
 	 * the task's place until taken out): the one that waits runs after it. */
@@ -134,6 +137,7 @@ static bool run_ended(struct executor *x, struct tw_task *task, struct firing *f
  */
 static bool may_start(struct tw_engine *e, struct tw_task *task, const struct firing *f)
 {
+	TASK_LOCKED(task);
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if (task_has_trait(task, TRAIT_DROP)) { /* dropped by tw_pause, counted there */
 		task_put_traits(task, 0, TRAIT_DROP);

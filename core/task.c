@@ -20,6 +20,8 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -218,22 +220,73 @@ void tw__table_for_each(struct task_table *t, void (*fn)(struct tw_task *, void 
 }
 
 /* Critical sections are a few dozen instructions: spin, then yield. */
+#ifndef NDEBUG
+/* The task locks this thread holds (the engine never holds more than one at a time). */
+enum { HELD_MAX = 4 };
+static _Thread_local const struct tw_task *held[HELD_MAX];
+static _Thread_local unsigned held_count;
+
+static _Noreturn void ownership_broken(const char *what, const void *task, const char *where)
+{
+	(void)fprintf(stderr, "tickwheel: %s: task %p, in %s\n", what, task, where);
+	abort();
+}
+
+static void note_locked(const struct tw_task *task)
+{
+	if (held_count == HELD_MAX)
+		ownership_broken("more task locks held at once than expected", task, __func__);
+	held[held_count++] = task;
+}
+
+static void note_unlocked(const struct tw_task *task)
+{
+	for (unsigned i = held_count; i-- > 0;)
+		if (held[i] == task) {
+			held[i] = held[--held_count];
+			return;
+		}
+	ownership_broken("unlocking a task lock this thread does not hold", task, __func__);
+}
+
+void tw__task_assert_locked(const struct tw_task *task, const char *where)
+{
+	for (unsigned i = 0; i < held_count; i++)
+		if (held[i] == task)
+			return;
+	ownership_broken("the task's lock is not held by this thread", task, where);
+}
+#else
+static void note_locked(const struct tw_task *task)
+{
+	(void)task;
+}
+
+static void note_unlocked(const struct tw_task *task)
+{
+	(void)task;
+}
+#endif
+
 void tw__task_lock(struct tw_task *task)
 {
 	for (unsigned spins = 0;
 	     atomic_flag_test_and_set_explicit(&task->lock, memory_order_acquire);)
 		if (++spins % 64 == 0)
 			sched_yield();
+	note_locked(task);
 }
 
 void tw__task_unlock(struct tw_task *task)
 {
+	note_unlocked(task);
 	atomic_flag_clear_explicit(&task->lock, memory_order_release);
 }
 
 void tw__task_end(struct end_counts *counts, struct tw_task *task, uint8_t from, tw_state end,
 		  bool shared)
 {
+	TASK_LOCKED(task);
 	atomic_store_explicit(&task->state, end, memory_order_relaxed);
 	if (shared)
 		atomic_fetch_sub_explicit(&counts->in_state[from], 1, memory_order_relaxed);
@@ -292,6 +345,7 @@ void tw__ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped)
 void tw__task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x,
 			  struct after_unlock *after)
 {
+	TASK_LOCKED(task);
 	if (task->released || atomic_load(&task->running))
 		return;
 	task->released = true;

@@ -15,6 +15,8 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -38,8 +40,21 @@ void tw__engine_wake(struct tw_engine *e)
 		tw__engine_log(e, TW_LOG_ERROR, "waking the wheel thread: %s", tw__strerror(errno));
 }
 
+#ifndef NDEBUG
+static _Thread_local bool on_wheel_thread;
+
+void tw__assert_wheel_thread(const char *where)
+{
+	if (on_wheel_thread)
+		return;
+	(void)fprintf(stderr, "tickwheel: %s runs outside the wheel thread\n", where);
+	abort();
+}
+#endif
+
 bool tw__task_mail(struct tw_engine *e, struct tw_task *task)
 {
+	TASK_LOCKED(task);
 	if (task->mailed)
 		return false;
 	task->mailed = true;
@@ -102,6 +117,7 @@ static void unfile(struct tw_engine *e, struct tw_task *task)
 static void file_task(struct tw_engine *e, struct tw_task *task, uint64_t tick,
 		      enum task_filing why)
 {
+	WHEEL_THREAD_ONLY();
 	if (task->filing == FILED_READY)
 		ready_remove(e, task);
 	if (task->filing != FILED_NONE)
@@ -121,6 +137,8 @@ static bool fire(struct tw_engine *e, struct tw_task *task, uint64_t target);
  */
 static void reconcile(struct tw_engine *e, struct tw_task *task)
 {
+	TASK_LOCKED(task);
+	WHEEL_THREAD_ONLY();
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if (task->released) {
 		/* Not reaped before an executor has made its release call. Kept retain_ms
@@ -317,6 +335,7 @@ enum dispatched {
 /* Lock held: a firing comes due while one of the task is in flight (serial tasks). */
 static enum dispatched overlapping(struct tw_engine *e, struct tw_task *task, bool periodic)
 {
+	TASK_LOCKED(task);
 	struct task_cold *cold = task_cold(task);
 	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
 	if (periodic && !(traits & TRAIT_RUN_LATE)) {
@@ -335,6 +354,8 @@ static enum dispatched overlapping(struct tw_engine *e, struct tw_task *task, bo
 static enum dispatched dispatch(struct tw_engine *e, struct tw_task *task, uint64_t due_ns,
 				bool periodic, uint8_t state)
 {
+	TASK_LOCKED(task);
+	WHEEL_THREAD_ONLY();
 	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
 	bool concurrent = traits & TRAIT_CONCURRENT;
 	if (atomic_load_explicit(&task->running, memory_order_relaxed)) {
@@ -378,6 +399,7 @@ static enum dispatched dispatch(struct tw_engine *e, struct tw_task *task, uint6
  */
 static bool fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 {
+	TASK_LOCKED(task);
 	uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if (!due || due == DUE_NEVER || (state != TW_WAITING && state != TW_RUNNING))
@@ -575,6 +597,9 @@ static void *wheel_main(void *arg)
 {
 	struct tw_engine *e = arg;
 	uint64_t armed = UINT64_MAX;
+#ifndef NDEBUG
+	on_wheel_thread = true;
+#endif
 	tw__rcu_ensure_registered();
 	/* Without the least slack the kernel may defer each wake-up by up to 50 us; a refusal
 	 * costs precision, not correctness. */
