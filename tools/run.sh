@@ -10,7 +10,10 @@
 #   tools/run.sh lint        the static analyser: clang-tidy (.clang-tidy) over the .c files of
 #                            wheel/ and core/, and through them the headers of api/, core/, wheel/
 #   tools/run.sh perf        the perf suite: every tw-perf scenario from build-perf/ (release),
-#                            tables, JSON and pictures into perf/results/ (about 8 minutes)
+#                            tables, JSON and pictures into perf/out/, which git ignores
+#                            (about 10 minutes; SCENARIOS="burst idle" runs only those)
+#   tools/run.sh perf reference   the same into perf/results/, the committed reference run,
+#                            from a clean work tree: review it and commit it on purpose
 #   tools/run.sh perf-gate   the latency regression gate: callgrind instruction counts per
 #                            operation against perf/baseline.json, from build-gate/ (release)
 #   tools/run.sh perf-gate update   the same build, then rewrites perf/baseline.json
@@ -292,11 +295,18 @@ PY
 	return "$rc"
 }
 
+# perf [reference]: a normal run writes perf/out/; only "reference" rewrites perf/results/.
 do_perf() {
+	local mode=()
+	case "${1:-}" in
+	'') ;;
+	reference) mode=(--reference) ;;
+	*) die "usage: tools/run.sh perf [reference]" ;;
+	esac
 	build_or_fail install_packages
 	build_or_fail configure build-perf -Dbuildtype=release
 	build_or_fail ninja -C build-perf perf/suite/tw-perf
-	bash perf/results.sh build-perf/perf/suite/tw-perf
+	bash perf/results.sh "${mode[@]}" build-perf/perf/suite/tw-perf
 }
 
 cmd="${1:-}"
@@ -324,7 +334,7 @@ lint)
 	do_lint
 	;;
 perf)
-	do_perf
+	do_perf "${@:2}"
 	;;
 abi-update)
 	setup
@@ -358,7 +368,7 @@ all-tests)
 	exit "$rc"
 	;;
 *)
-	echo "usage: tools/run.sh setup|demo [showcase options]|test|test-asan|test-tsan|test-clang|lint|perf|perf-gate [update]|all-tests|abi-update" >&2
+	echo "usage: tools/run.sh setup|demo [showcase options]|test|test-asan|test-tsan|test-clang|lint|perf [reference]|perf-gate [update]|all-tests|abi-update" >&2
 	exit 2
 	;;
 esac
