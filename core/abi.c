@@ -3,7 +3,7 @@
  * library's version, and the copying of structs whose size the caller passes
  * (api/tickwheel.h, "Growing structs without breaking callers").
  */
-#include "internal.h"
+#include "base.h"
 
 #include <string.h>
 

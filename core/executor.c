@@ -5,8 +5,8 @@
  * futex until the wheel thread kicks it.
  */
 #include "alloc.h"
-#include "internal.h"
 #include "run.h"
+#include "threads.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -28,19 +28,6 @@ bool tw__engine_on_executor(const struct tw_engine *e)
 struct executor *tw__current_executor(const struct tw_engine *e)
 {
 	return executing_for == e ? executing_on : NULL;
-}
-
-void tw__futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct timespec *timeout)
-{
-	/* EAGAIN (the word changed), EINTR and ETIMEDOUT all mean "look again", which every
-	 * caller does in a loop; nothing else can happen with a word of our own. */
-	(void)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, timeout, NULL, 0);
-}
-
-void tw__futex_wake_all(_Atomic uint32_t *word)
-{
-	/* Cannot fail for an aligned word of this process. */
-	(void)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
 /* Claims the oldest firing of x's own ring; loads ahead what the next runs touch. */
@@ -213,8 +200,8 @@ static void *executor_main(void *arg)
 			run_firing(x, &f);
 			run_finished(x);
 			if (atomic_load_explicit(&e->destroy_by, memory_order_acquire) == x) {
-				tw__engine_destroy_deferred(e, x);
-				tw__engine_unref(e); /* may free x */
+				e->finish_destroy(e, x);
+				e->unref(e); /* may free x */
 				return NULL;
 			}
 			continue;
@@ -227,7 +214,7 @@ static void *executor_main(void *arg)
 		atomic_store(&x->sleeping, false);
 	}
 	if (x->abandoned)
-		tw__engine_unref(e); /* may free x */
+		e->unref(e); /* may free x */
 	return NULL;
 }
 

@@ -7,7 +7,7 @@
  * and so are liburcu's call_rcu threads (its own handlers), for the engines a
  * child creates.
  */
-#include "internal.h"
+#include "lifecycle.h"
 
 static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tw_engine *engines;

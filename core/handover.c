@@ -12,7 +12,7 @@
  * (overload). The other way, an executor hands the tasks that ended on it
  * back through a ring of its own.
  */
-#include "internal.h"
+#include "handover.h"
 
 /* Wheel thread: one more handed over, counted before the executor can see it,
  * so that done never passes handed. */
@@ -131,4 +131,16 @@ void tw__executors_kick(struct tw_engine *e)
 			tw__executor_wake(x);
 		x->kick = false;
 	}
+}
+
+bool tw__task_mail(struct tw_engine *e, struct tw_task *task)
+{
+	TASK_LOCKED(task);
+	if (task->mailed)
+		return false;
+	task->mailed = true;
+	struct cds_wfcq_node *mail = task_mail_link(task);
+	cds_wfcq_node_init(mail);
+	HANDOVER_RELEASE(task);
+	return !cds_wfcq_enqueue(&e->mail_head, &e->mail_tail, mail); /* it was empty */
 }

@@ -7,7 +7,7 @@
  * to the caller's writer when full (tw_metrics_write). No lock is held and
  * nothing is allocated while formatting.
  */
-#include "internal.h"
+#include "engine.h"
 
 #include <string.h>
 

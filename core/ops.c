@@ -7,7 +7,7 @@
  * the wheel must move the task earlier or take it in. Postponing, the hot
  * path of session timeouts, just records the later due.
  */
-#include "internal.h"
+#include "threads.h"
 
 #include <string.h>
 

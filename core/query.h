@@ -5,7 +5,7 @@
 #ifndef TICKWHEEL_CORE_QUERY_H
 #define TICKWHEEL_CORE_QUERY_H
 
-#include "internal.h"
+#include "threads.h"
 
 static inline uint64_t ns_of_us(_Atomic uint32_t *us)
 {

@@ -6,7 +6,7 @@
  * registers its thread on first use, and a pthread key unregisters it when
  * the thread exits.
  */
-#include "internal.h"
+#include "base.h"
 
 #include <stdlib.h>
 

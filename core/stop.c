@@ -10,36 +10,7 @@
  * a callback, destroy is completed by that callback's executor once it
  * returns (tw__engine_destroy_deferred).
  */
-#include "internal.h"
-
-/* A firing a stop took out of a ring: counted missed, the task's count of firings in flight
- * lowered, the task released if that was its last. */
-void tw__drop_taken(struct tw_engine *e, const struct firing *f)
-{
-	struct tw_task *task = f->task;
-	tw__task_lock(task);
-	if (!task_has_trait(task, TRAIT_DROP)) { /* else counted by tw_pause or tw_cancel */
-		bump_skips(&task_cold(task)->skipped_missed, 1);
-		add_skipped(task, 1);
-	}
-	add_skipped(task, f->skipped);
-	bump(&e->skipped_missed); /* the stopper's alone: the wheel thread is gone */
-	/* the firing that waited for this one goes with it */
-	if (task->rerun) {
-		task->rerun = false;
-		bump_skips(&task_cold(task)->skipped_missed, 1);
-		add_skipped(task, 1);
-		bump(&e->skipped_missed);
-	}
-	task_put_traits(task, 0, TRAIT_QUEUED | TRAIT_DROP);
-	uint32_t left = atomic_load_explicit(&task->running, memory_order_relaxed) - 1;
-	atomic_store_explicit(&task->running, left, memory_order_relaxed);
-	struct after_unlock after = { 0 };
-	tw__task_end_if_idle(e, task, NULL, &after);
-	tw__task_unlock(task);
-	after_unlock_run(after);
-	atomic_fetch_add_explicit(&e->stop_done, 1, memory_order_seq_cst);
-}
+#include "lifecycle.h"
 
 /* Stop, for one task: it ends now, and is released unless a run is going. */
 static void stop_task(struct tw_task *task, void *ctx)

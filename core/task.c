@@ -5,7 +5,7 @@
  * index plus the slot's generation, so a lookup is one memory access to the
  * task itself, where a hash table (rculfhash) costs several (perf/README.md,
  * "Figures moved out of the code"). Slots come in chunks of 1077 (their
- * hot parts, then their cold parts: internal.h) that are never moved or freed
+ * hot parts, then their cold parts: task.h) that are never moved or freed
  * before the engine is; only the directory of chunks grows, published through
  * RCU. A slot is reused, with the next generation, only after a grace period
  * following its reaping, so a reader that matched the id inside a read-side
@@ -15,8 +15,8 @@
  * id in reaped.id until it is given back, a free one its generation in
  * free.generation until it is taken.
  */
+#include "task.h"
 #include "alloc.h"
-#include "internal.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -256,6 +256,21 @@ void tw__task_assert_locked(const struct tw_task *task, const char *where)
 			return;
 	ownership_broken("the task's lock is not held by this thread", task, where);
 }
+
+static _Thread_local bool on_wheel_thread;
+
+void tw__note_wheel_thread(void)
+{
+	on_wheel_thread = true;
+}
+
+void tw__assert_wheel_thread(const char *where)
+{
+	if (on_wheel_thread)
+		return;
+	(void)fprintf(stderr, "tickwheel: %s runs outside the wheel thread\n", where);
+	abort();
+}
 #else
 static void note_locked(const struct tw_task *task)
 {
@@ -294,65 +309,4 @@ void tw__task_end(struct end_counts *counts, struct tw_task *task, uint8_t from,
 		bump_by(&counts->in_state[from], UINT64_MAX); /* - 1, modulo 2^64 */
 	atomic_fetch_add_explicit(end == TW_COMPLETED ? &counts->completed : &counts->stopped, 1,
 				  memory_order_relaxed);
-}
-
-static void add_states(uint64_t *sum, const struct end_counts *c)
-{
-	for (int s = 0; s <= TW_PAUSED; s++)
-		sum[s] += atomic_load_explicit(&c->in_state[s], memory_order_relaxed);
-}
-
-static void read_states(struct tw_engine *e, uint64_t sum[TW_PAUSED + 1])
-{
-	for (int s = 0; s <= TW_PAUSED; s++)
-		sum[s] = 0;
-	add_states(sum, &e->api_ends);
-	add_states(sum, &e->wheel_ends);
-	unsigned running = executors_running(e);
-	for (unsigned i = 0; i < running; i++)
-		add_states(sum, &e->executors[i].ends);
-}
-
-void tw__states_total(struct tw_engine *e, uint64_t in_state[TW_PAUSED + 1])
-{
-	/* A move is counted out by one writer and into another's: read while none moves (two
-	 * passes alike), so that a task is never counted out of a state before it is in. */
-	uint64_t sum[TW_PAUSED + 1], again[TW_PAUSED + 1];
-	read_states(e, sum);
-	for (int tries = 0; tries < 64; tries++) {
-		read_states(e, again);
-		if (!memcmp(sum, again, sizeof sum))
-			break;
-		memcpy(sum, again, sizeof sum);
-	}
-	/* Each tally was read at its own instant: a move counted out of one writer's and not
-	 * yet into another's reads as a dip below zero, shown as none. */
-	for (int s = 0; s <= TW_PAUSED; s++)
-		in_state[s] = (int64_t)sum[s] < 0 ? 0 : sum[s];
-}
-
-void tw__ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped)
-{
-	*completed = atomic_load(&e->api_ends.completed) + atomic_load(&e->wheel_ends.completed);
-	*stopped = atomic_load(&e->api_ends.stopped) + atomic_load(&e->wheel_ends.stopped);
-	unsigned running = executors_running(e);
-	for (unsigned i = 0; i < running; i++) {
-		*completed += atomic_load(&e->executors[i].ends.completed);
-		*stopped += atomic_load(&e->executors[i].ends.stopped);
-	}
-}
-
-void tw__task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x,
-			  struct after_unlock *after)
-{
-	TASK_LOCKED(task);
-	if (task->released || atomic_load(&task->running))
-		return;
-	task->released = true;
-	struct task_cold *cold = task_cold(task);
-	after->release = cold->release;
-	after->arg = cold->arg;
-	/* the wheel thread keeps it queryable, then reaps it */
-	if (x ? tw__executor_mail_ended(x, task) : tw__task_mail(e, task))
-		after->wake = e;
 }

@@ -14,7 +14,7 @@
  * to cfg.spare_executors: a stuck callback costs its own task, and threads,
  * never the other tasks' runs.
  */
-#include "internal.h"
+#include "threads.h"
 
 static void earliest(uint64_t *at, uint64_t when)
 {

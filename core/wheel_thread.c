@@ -12,11 +12,9 @@
  * Postponing a task needs no work here: the API thread records the later due
  * and the entry is re-filed when its old tick comes round.
  */
-#include "internal.h"
+#include "threads.h"
 
 #include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -38,30 +36,6 @@ void tw__engine_wake(struct tw_engine *e)
 	 * fail on an eventfd that the engine holds open until the wheel thread is joined. */
 	if (write(e->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
 		tw__engine_log(e, TW_LOG_ERROR, "waking the wheel thread: %s", tw__strerror(errno));
-}
-
-#ifndef NDEBUG
-static _Thread_local bool on_wheel_thread;
-
-void tw__assert_wheel_thread(const char *where)
-{
-	if (on_wheel_thread)
-		return;
-	(void)fprintf(stderr, "tickwheel: %s runs outside the wheel thread\n", where);
-	abort();
-}
-#endif
-
-bool tw__task_mail(struct tw_engine *e, struct tw_task *task)
-{
-	TASK_LOCKED(task);
-	if (task->mailed)
-		return false;
-	task->mailed = true;
-	struct cds_wfcq_node *mail = task_mail_link(task);
-	cds_wfcq_node_init(mail);
-	HANDOVER_RELEASE(task);
-	return !cds_wfcq_enqueue(&e->mail_head, &e->mail_tail, mail); /* it was empty */
 }
 
 /*
@@ -598,7 +572,7 @@ static void *wheel_main(void *arg)
 	struct tw_engine *e = arg;
 	uint64_t armed = UINT64_MAX;
 #ifndef NDEBUG
-	on_wheel_thread = true;
+	tw__note_wheel_thread();
 #endif
 	tw__rcu_ensure_registered();
 	/* Without the least slack the kernel may defer each wake-up by up to 50 us; a refusal

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "task.h"
 
 static struct tw_task task __attribute__((aligned(64)));
 static int failures;

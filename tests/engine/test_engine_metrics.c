@@ -449,7 +449,7 @@ Test(metrics, lateness_count_is_the_buckets_added_up)
 }
 
 /* memory_bytes: what the engine holds; its table grows with the tasks, by whole chunks
- * (152 bytes a task: internal.h), and does not shrink before destroy. */
+ * (152 bytes a task: core/task.h), and does not shrink before destroy. */
 Test(metrics, memory_bytes_grows_with_the_table)
 {
 	tw_engine *e = manual_engine(1);

@@ -1,0 +1,111 @@
+/*
+ * engine.h - the engine's record, shared by its threads, and what reads it
+ * alone: its clock and its log (engine_clock.c). Uses task.h.
+ *
+ * Threads and what they own:
+ *  - the wheel thread owns struct wheel and every task's wheel entry; it
+ *    files, re-files and hands out firings, and applies mailed changes;
+ *  - executor threads run callbacks and account for them;
+ *  - any application thread calls the API, which changes a task under its
+ *    small lock and mails the task to the wheel thread when the wheel must act.
+ * Every task field that tw_get() reads without the lock is atomic.
+ */
+#ifndef TICKWHEEL_CORE_ENGINE_H
+#define TICKWHEEL_CORE_ENGINE_H
+
+#include "task.h"
+
+struct executor; /* handover.h */
+
+struct tw_engine {
+	tw_config cfg;
+	struct executor *executors;                  /* executor_count, then room for the spares */
+	unsigned executor_count;                     /* configured */
+	unsigned executor_slots;                     /* configured + cfg.spare_executors */
+	_Atomic unsigned executors_running;          /* started: configured + spares so far */
+	struct tw_engine *next_engine, *prev_engine; /* the live engines (fork.c) */
+	/* wheel thread only */
+	struct wheel wheel __attribute__((aligned(64)));
+	unsigned next_executor; /* turns for concurrent tasks */
+	unsigned filling;       /* the executor being filled this round */
+	uint32_t room;          /* serial firings it may still take, or ROOM_UNKNOWN */
+	uint64_t round_ns;      /* the clock when this round began */
+	uint64_t watch_ns;      /* when to look at the executors again; 0: no need */
+	struct tw_task *ready_head, *ready_tail; /* due, not yet handed out: FIFO */
+	uint64_t ready_count;                    /* tasks in the ready list */
+	uint64_t ready_owed;        /* manual clock: of those, at its head, the ones due by the last
+			      * tw_advance (the rest came due after it: they wait for the next) */
+	_Atomic uint64_t ready_due; /* published: firings due and not handed out (tw_quiesce) */
+	struct task_table table __attribute__((aligned(64)));
+	pthread_t wheel_thread;
+	bool wheel_thread_started;
+	int timer_fd, wake_fd, epoll_fd;
+	uint64_t epoch_ns; /* tick 0 of the wheel, on the 1 ms grid */
+	_Atomic uint64_t manual_now_ns;
+	uint64_t coarse_slack_ns; /* cfg.coarse_clock: two ticks of CLOCK_MONOTONIC_COARSE */
+	uint64_t slow_run_ns;     /* cfg.slow_run_ms, saturated */
+	/* lifecycle */
+	_Atomic uint8_t stopping; /* HALT_*: refuse operations, stop firing */
+	_Atomic bool wheel_quit;
+	pthread_mutex_t lock; /* tw_advance handshakes, stop */
+	pthread_cond_t cond;
+	uint64_t advance_asked, advance_done; /* under lock */
+	/* waiting for runs to finish: stop, destroy, quiesce */
+	_Atomic uint32_t drain_waiters;
+	_Atomic uint32_t drain_signal; /* futex word, bumped when an executor runs dry */
+	/* what application threads write */
+	_Atomic uint64_t tasks_added __attribute__((aligned(64))); /* with max_tasks only */
+	struct end_counts api_ends;
+	/* firings waiting for their task's run that calls dropped: tw_pause and tw_cancel
+	 * (missed), tw_set_period (overlap); any thread's, added atomically */
+	_Atomic uint64_t api_skipped_missed, api_skipped_overlap;
+	/* mailbox to the wheel thread: many producers, one consumer */
+	struct cds_wfcq_tail mail_tail __attribute__((aligned(64)));
+	struct __cds_wfcq_head mail_head __attribute__((aligned(64)));
+	/* the wheel thread's counters */
+	_Atomic uint64_t wakeups, skipped_overlap, skipped_overload, skipped_missed, stuck_runs;
+	_Atomic uint64_t wheel_busy_ns; /* in rounds, from waking up to waiting again */
+	struct end_counts wheel_ends;
+	/* firings taken out of the rings by a stop, not by an executor (added to done) */
+	_Atomic uint64_t stop_done;
+	/* tw_engine_destroy called in a callback: that callback's executor completes it */
+	_Atomic(struct executor *) destroy_by;
+	/* executors left with a stuck run by tw_engine_destroy; the last frees the engine */
+	_Atomic unsigned abandoned;
+	/* The lifecycle's (lifecycle.h), for an executor thread: it completes a destroy begun
+	 * in its callback, and lets go of the engine when it leaves. Set at create. */
+	void (*finish_destroy)(struct tw_engine *e, struct executor *x);
+	void (*unref)(struct tw_engine *e);
+};
+
+/* Why an engine refuses operations (stopping): it was stopped, or this process is a child
+ * forked after the engine was created (fork.c marks every engine of the parent). */
+enum { HALT_STOPPED = 1, HALT_FORKED = 2 };
+
+static inline bool engine_forked(const struct tw_engine *e)
+{
+	return atomic_load_explicit(&e->stopping, memory_order_relaxed) & HALT_FORKED;
+}
+
+/* The code for an operation refused by a halted engine (stopping is not 0). */
+static inline int halted_code(const struct tw_engine *e)
+{
+	return engine_forked(e) ? -TW_EFORKED : -TW_ESHUTDOWN;
+}
+
+/* Executors started so far; the spares come after the configured ones. */
+static inline unsigned executors_running(const struct tw_engine *e)
+{
+	return atomic_load_explicit(&e->executors_running, memory_order_acquire);
+}
+
+/* The engine's time: monotonic_ns(), or the manual clock. */
+uint64_t tw__engine_now_ns(const struct tw_engine *e);
+uint64_t tw__engine_tick_of(const struct tw_engine *e, uint64_t due_ns); /* first tick >= due */
+/* "now" for a delay a caller asks for: tw__engine_now_ns(), or the coarse clock
+ * with its slack (tw_config.coarse_clock). */
+uint64_t tw__engine_call_now_ns(const struct tw_engine *e);
+uint64_t tw__engine_due_at_ns(const struct tw_engine *e, uint64_t now_ns, uint64_t delay_ms);
+void tw__engine_log(const struct tw_engine *e, int level, const char *fmt, ...);
+
+#endif

@@ -1,0 +1,125 @@
+/*
+ * handover.h - what passes between threads: the firings queued to each
+ * executor's ring, the release calls, the tasks an executor hands back, and
+ * the wheel thread's mailbox of changed tasks (handover.c). Uses engine.h.
+ */
+#ifndef TICKWHEEL_CORE_HANDOVER_H
+#define TICKWHEEL_CORE_HANDOVER_H
+
+#include "engine.h"
+
+/* A firing waits this long behind its executor's run before another executor takes it. */
+#define HOLD_NS NS_PER_MS
+
+struct firing {
+	struct tw_task *task;
+	uint64_t due_ns;
+	uint64_t skipped;
+};
+
+/* A firing in a ring: one producer, the wheel thread; many consumers, the owner and the
+ * executors that take firings held up behind its run (they claim a slot by moving head), so
+ * a slot may be read while the producer reuses it: the claim then fails, and the copy is
+ * dropped. Atomic fields make that read well-defined. */
+struct ring_slot {
+	_Atomic(struct tw_task *) task;
+	_Atomic uint64_t due_ns;
+	_Atomic uint64_t skipped;
+};
+
+/* Tasks an executor may have mailed and the wheel thread not yet taken in;
+ * beyond, it mails through the engine's mailbox. */
+enum { ENDED_RING = 4096 };
+
+/*
+ * Grouped by writer, a cache line each, so that handing a firing over writes
+ * no line the executor writes per run, and the other way round. Runs in
+ * progress are handed - done, summed over the executors when asked
+ * (tw__runs_idle), not one engine-wide counter that both sides write per run.
+ */
+struct executor {
+	struct tw_engine *engine;
+	pthread_t thread;
+	unsigned index;
+	uint32_t mask;     /* ring size (a power of two) - 1 */
+	uint32_t capacity; /* firings it may hold: queue_capacity */
+	bool spare;        /* started while every executor was stuck (cfg.spare_executors) */
+	bool started;      /* its thread runs (creator, wheel thread, destroy: one at a time) */
+	bool abandoned;    /* left to finish a stuck run after tw_engine_destroy */
+	struct ring_slot *ring;
+	/* the wheel thread's */
+	_Atomic uint64_t tail __attribute__((aligned(64)));
+	_Atomic uint64_t handed; /* firings and release calls handed over, ever */
+	uint64_t head_seen;      /* head when last read: the ring has room up to it */
+	bool kick;               /* got firings since the last kick */
+	/* this executor's (head: and the takers') */
+	_Atomic uint64_t head __attribute__((aligned(64)));
+	_Atomic uint64_t done;         /* firings and release calls it finished, its own or taken */
+	uint64_t tail_seen;            /* tail when last read: firings up to it are there */
+	_Atomic uint64_t run_start_ns; /* of the run going on; 0: none */
+	_Atomic(struct tw_task *) run_task;            /* that run's task */
+	_Atomic uint64_t failures, slow_runs, dropped; /* runs: the lateness buckets' sum */
+	_Atomic uint64_t busy_ns;                      /* in callbacks, ever */
+	_Atomic uint64_t queued_max;     /* the most firings its ring held when it took one */
+	_Atomic uint64_t run_ns_average; /* of its callbacks, moving (1/16 per run) */
+	struct end_counts ends;
+	_Atomic uint64_t lateness_max_ns, lateness_sum_ns;
+	_Atomic uint64_t lateness[TW_LATENESS_BUCKETS]; /* each run started counts in one */
+	struct tw_task **ended; /* ENDED_RING tasks to reap, mailed by this executor */
+	_Atomic uint64_t ended_tail;
+	uint64_t ended_head_seen;
+	/* the wheel thread's, read by the executor once per task it mails */
+	_Atomic uint64_t ended_head __attribute__((aligned(64)));
+	uint64_t stuck_start_ns; /* run_start_ns of the run last reported stuck */
+	/* both: sleeping and waking, release calls */
+	_Atomic uint32_t signal __attribute__((aligned(64))); /* futex word */
+	_Atomic bool sleeping;
+	_Atomic bool quit;
+	_Atomic bool help; /* the watch saw firings held up: look at the others' rings */
+	struct cds_wfcq_head releases_head; /* tasks whose release to call */
+	struct cds_wfcq_tail releases_tail;
+};
+
+/* Wheel thread: queues one firing, false when the executor's queue is full. */
+bool tw__executor_push(struct executor *x, const struct firing *f);
+/* Reads the firing at *head of x's ring into *f and claims it by moving head on; false when
+ * another taker moved head first (*head is then where it is now). */
+static inline bool ring_claim(struct executor *x, uint64_t *head, struct firing *f)
+{
+	const struct ring_slot *slot = &x->ring[*head & x->mask];
+	f->task = atomic_load_explicit(&slot->task, memory_order_relaxed);
+	f->due_ns = atomic_load_explicit(&slot->due_ns, memory_order_relaxed);
+	f->skipped = atomic_load_explicit(&slot->skipped, memory_order_relaxed);
+	/* Release: the producer reuses the slot only after it sees head past it. */
+	return atomic_compare_exchange_weak_explicit(&x->head, head, *head + 1,
+						     memory_order_acq_rel, memory_order_acquire);
+}
+/* Any thread: claims the oldest firing queued to x, false when none is. */
+bool tw__executor_take(struct executor *x, struct firing *f);
+/* Firings queued to x and not yet claimed, at one instant. */
+uint64_t tw__executor_queued(struct executor *x);
+/* Whether x's run going on has lasted HOLD_NS by now: firings queued behind it are
+ * taken by other executors and new ones go around it. */
+static inline bool executor_held(struct executor *x, uint64_t now_ns)
+{
+	uint64_t start = atomic_load_explicit(&x->run_start_ns, memory_order_relaxed);
+	return start && now_ns > start && now_ns - start >= HOLD_NS;
+}
+/* Wheel thread: has the executor call an ended task's release (user code). */
+void tw__executor_push_release(struct executor *x, struct tw_task *task);
+/* Executor x, lock held: mails an ended task through x's own ring; true
+ * when the wheel thread must be woken once the lock is dropped (tw__task_mail). */
+__attribute__((warn_unused_result)) bool tw__executor_mail_ended(struct executor *x,
+								 struct tw_task *task);
+/* Wheel thread: takes in what executor x mailed; calls take on each, locked. */
+void tw__executor_take_ended(struct executor *x, void (*take)(struct tw_task *, void *), void *ctx);
+/* Wheel thread: wakes the executors that got firings since the last call. */
+void tw__executors_kick(struct tw_engine *e);
+/* Wakes x if it sleeps (its signal moves either way). */
+void tw__executor_wake(struct executor *x);
+/* Asks the wheel thread to look at task (lock held by the caller). True when
+ * the wheel thread must be woken, by tw__engine_wake once the lock is dropped: a
+ * write to an eventfd, a system call no other thread should spin behind. */
+__attribute__((warn_unused_result)) bool tw__task_mail(struct tw_engine *e, struct tw_task *task);
+
+#endif
