@@ -248,8 +248,8 @@ do_perf_gate() {
 
 # The static analyser: clang-tidy with the root's .clang-tidy, every finding an error. It reads
 # build/compile_commands.json through a copy that holds the .c files of wheel/ and core/ once
-# each: wheel.c is compiled for the library and again for the wheel tests' own static library,
-# and is analysed with the library's flags only.
+# each: the wheel's are compiled for the library and again for the wheel tests' own static
+# library, and are analysed with the library's flags only.
 do_lint() {
 	local rc=0 start=$SECONDS db=build/lint
 	build_or_fail install_packages

@@ -124,8 +124,9 @@ void tw__wheel_remove(struct wheel *w, struct wheel_entry *e);
 /* Moves e, pending or not, to tick due; it then counts as last added. */
 void tw__wheel_reschedule(struct wheel *w, struct wheel_entry *e, uint64_t due);
 
-/* Private to the inline functions here and to wheel.c: the slot of the
- * current tick, and whether a slot's list is empty (level 0 counts nothing). */
+/* Private to the inline functions here and to the wheel's .c files: the slot
+ * of the current tick, and whether a slot's list is empty (level 0 counts
+ * nothing). */
 static inline struct wheel_slot *wheel_now_slot_(const struct wheel *w)
 {
 	return (struct wheel_slot *)&w->slot[w->now & ((1u << WHEEL_LEVEL0_BITS) - 1)];
@@ -136,9 +137,9 @@ static inline bool wheel_slot_empty_(const struct wheel_slot *s)
 	return s->head.next == &s->head;
 }
 
-/* Private to wheel_expire() and wheel.c: takes out the head of s, the slot
- * of the current tick. Its occupancy bit stays set when it empties: wheel.c
- * clears it once time leaves the tick. */
+/* Private to wheel_expire() and the wheel's .c files: takes out the head of
+ * s, the slot of the current tick. Its occupancy bit stays set when it
+ * empties: wheel_expire.c clears it once time leaves the tick. */
 static inline struct wheel_entry *wheel_hand_out_(struct wheel *w, struct wheel_slot *s)
 {
 	struct wheel_entry *e = (struct wheel_entry *)s->head.next;
