@@ -61,6 +61,9 @@ struct tw_engine {
 	_Atomic uint64_t api_skipped_missed, api_skipped_overlap;
 	/* mailbox to the wheel thread: many producers, one consumer */
 	struct cds_wfcq_tail mail_tail __attribute__((aligned(64)));
+	/* the tick the wheel thread sleeps until (UINT64_MAX: none), 0 while it is awake or
+	 * being woken; never set with the manual clock (handover.c, tw__task_mail) */
+	_Atomic uint64_t sleeps_until;
 	struct __cds_wfcq_head mail_head __attribute__((aligned(64)));
 	/* the wheel thread's counters */
 	_Atomic uint64_t wakeups, skipped_overlap, skipped_overload, skipped_missed, stuck_runs;

@@ -133,14 +133,40 @@ void tw__executors_kick(struct tw_engine *e)
 	}
 }
 
+/*
+ * The wheel thread is woken only when it must act before the tick it sleeps
+ * until (sleeps_until, 0 while it is awake): for a due before that tick, or
+ * to reap an ended task. A due at or after it waits in the mailbox for that
+ * wake-up, which takes the mailbox in before it expires the tick. The wheel
+ * thread publishes the tick and then looks at the mailbox; a mailer queues and
+ * then reads the tick (both orders seq_cst): either the wheel thread sees the
+ * mail, or the mailer sees the tick. One mailer per sleep writes the eventfd:
+ * the one that swaps the tick for 0.
+ */
+/* The wheel thread sleeps until tick `until`: whether this caller is to wake it. */
+static __attribute__((noinline)) bool wake_for(struct tw_engine *e, struct tw_task *task,
+					       uint64_t until)
+{
+	uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	bool wants = due && due != DUE_NEVER && !task->released &&
+		     (state == TW_WAITING || state == TW_RUNNING);
+	if (wants && tw__engine_tick_of(e, due) >= until)
+		return false;
+	return atomic_compare_exchange_strong_explicit(&e->sleeps_until, &until, 0,
+						       memory_order_seq_cst, memory_order_relaxed);
+}
+
 bool tw__task_mail(struct tw_engine *e, struct tw_task *task)
 {
 	TASK_LOCKED(task);
-	if (task->mailed)
-		return false;
-	task->mailed = true;
-	struct cds_wfcq_node *mail = task_mail_link(task);
-	cds_wfcq_node_init(mail);
-	HANDOVER_RELEASE(task);
-	return !cds_wfcq_enqueue(&e->mail_head, &e->mail_tail, mail); /* it was empty */
+	if (!task->mailed) {
+		task->mailed = true;
+		struct cds_wfcq_node *mail = task_mail_link(task);
+		cds_wfcq_node_init(mail);
+		HANDOVER_RELEASE(task);
+		(void)cds_wfcq_enqueue(&e->mail_head, &e->mail_tail, mail);
+	}
+	uint64_t until = atomic_load_explicit(&e->sleeps_until, memory_order_seq_cst);
+	return until && wake_for(e, task, until);
 }

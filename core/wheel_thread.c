@@ -484,7 +484,7 @@ static int ms_until(struct tw_engine *e, uint64_t tick)
 
 /* Arms the timerfd for the next tick with work if it is not armed for it yet; returns
  * epoll_wait's timeout: -1, or the ms to that tick while the timerfd cannot be armed. */
-static int arm_for_next(struct tw_engine *e, uint64_t *armed)
+static int arm_for_next(struct tw_engine *e, uint64_t *armed, uint64_t *until)
 {
 	uint64_t next = tw__wheel_next_expiry(&e->wheel);
 	if (e->ready_head && wheel_now(&e->wheel) + 1 < next)
@@ -494,6 +494,7 @@ static int arm_for_next(struct tw_engine *e, uint64_t *armed)
 		if (watch < next)
 			next = watch;
 	}
+	*until = next;
 	if (next == *armed)
 		return -1;
 	if (arm(e, next)) {
@@ -509,6 +510,18 @@ static int arm_for_next(struct tw_engine *e, uint64_t *armed)
 			       tw__strerror(errno));
 	*armed = ARM_FAILED;
 	return ms_until(e, next);
+}
+
+/* Real clock: says the tick it will sleep until to the mailers (tw__task_mail), then
+ * whether it may sleep: not while mail waits, which may be due before that tick. */
+static bool may_sleep(struct tw_engine *e, uint64_t until)
+{
+	atomic_store_explicit(&e->sleeps_until, until ? until : 1, memory_order_seq_cst);
+	atomic_thread_fence(memory_order_seq_cst); /* before the mailbox is looked at */
+	if (cds_wfcq_empty(&e->mail_head, &e->mail_tail))
+		return true;
+	atomic_store_explicit(&e->sleeps_until, 0, memory_order_relaxed);
+	return false;
 }
 
 static void wait_for_work(struct tw_engine *e, int timeout_ms)
@@ -617,11 +630,15 @@ static void *wheel_main(void *arg)
 			timeout_ms = manual_timeout_ms(e);
 		} else {
 			atomic_store_explicit(&e->ready_due, e->ready_count, memory_order_release);
-			timeout_ms = arm_for_next(e, &armed);
+			uint64_t until = UINT64_MAX;
+			timeout_ms = arm_for_next(e, &armed, &until);
+			if (!may_sleep(e, until))
+				continue; /* mail came in during the round: take it in first */
 		}
 		uint64_t round_end = monotonic_ns();
 		bump_by(&e->wheel_busy_ns, round_end - round_start);
 		wait_for_work(e, timeout_ms);
+		atomic_store_explicit(&e->sleeps_until, 0, memory_order_relaxed); /* awake */
 		round_start = monotonic_ns();
 	}
 	return NULL;

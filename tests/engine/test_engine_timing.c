@@ -670,3 +670,32 @@ Test(timing, set_delay_many_moves_every_task_like_set_delay)
 	cr_assert_eq(atomic_load(&c.releases), N);
 	assert_no_leaks();
 }
+
+/* Real clock: a change whose due comes at or after the tick the wheel thread sleeps until
+ * does not wake it (it takes the change in when it wakes for that tick, before firing it);
+ * one due sooner does, and runs. Counted by wheel_wakeups, with a wide margin: each of the
+ * adds below, a millisecond apart, found the wheel thread asleep and used to wake it. */
+Test(timing, changes_due_after_the_armed_tick_do_not_wake_the_wheel_thread)
+{
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = 1;
+	tw_engine *e = engine_new(&cfg);
+	struct counts anchor = { 0 }, later = { 0 }, soon = { 0 };
+	add_counted(e, &anchor, 3000, 0); /* the wheel thread sleeps until its tick */
+	sleep_ms(20);
+	enum { ADDS = 200 };
+	uint64_t before = stats_of(e).wheel_wakeups;
+	for (int i = 0; i < ADDS; i++) {
+		add_counted(e, &later, 10000, 0);
+		sleep_ms(1);
+	}
+	uint64_t woke = stats_of(e).wheel_wakeups - before;
+	cr_assert_leq(woke, ADDS / 10, "%" PRIu64 " wake-ups for %d adds due later", woke, ADDS);
+	add_counted(e, &soon, 5, 0);
+	cr_assert(wait_eq(&soon.runs, 1), "a task due before the armed tick runs");
+	cr_assert_eq(atomic_load(&anchor.runs), 0);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&later.releases), ADDS);
+	assert_no_leaks();
+}
