@@ -354,6 +354,16 @@ static inline void wait_started_at(struct recorder *r, int line)
 }
 #define wait_started(r) wait_started_at(r, __LINE__)
 
+/* r's runs block on its gate from now; the manual clock moves 1 ms, and the first run of a
+ * task due then (r's, added with a delay of 1) has started when this returns. */
+static inline void start_blocked_run_at(tw_engine *e, struct recorder *r, int line)
+{
+	atomic_store(&r->block, true);
+	advance_at(e, 1, line);
+	wait_started_at(r, line);
+}
+#define start_blocked_run(e, r) start_blocked_run_at(e, r, __LINE__)
+
 /* The checks every recorder ends with. */
 static inline void assert_recorder_sane(struct recorder *r)
 {

@@ -578,9 +578,7 @@ Test(callbacks, per_task_lateness_last_and_max)
 	add_recorded(e, r, 1, 0, 0);
 	tw_id late = add_counted(e, &c, 2, 10);
 	cr_assert_eq(info_of(e, late).max_lateness_ns, 0, "no run yet");
-	atomic_store(&r->block, true);
-	advance(e, 1);
-	wait_started(r);
+	start_blocked_run(e, r);
 	advance(e, 1); /* due at 2: queued behind the blocked run */
 	advance(e, 3); /* it starts at 5 */
 	atomic_store(&r->block, false);

@@ -105,9 +105,7 @@ Test(lifecycle, cancel_during_a_run_releases_after_the_run)
 	tw_engine *e = manual_engine(2);
 	struct recorder *r = recorder_new(e);
 	tw_id id = add_recorded(e, r, 1, 1, 0);
-	atomic_store(&r->block, true);
-	advance(e, 1);
-	wait_started(r);
+	start_blocked_run(e, r);
 	cr_assert_eq(tw_cancel(e, id), TW_OK);
 	tw_task_info info = info_of(e, id);
 	cr_assert_eq(info.state, TW_STOPPED);
@@ -238,9 +236,7 @@ Test(lifecycle, concurrent_task_released_after_its_last_run)
 	tw_engine *e = manual_engine(2);
 	struct recorder *r = recorder_new(e);
 	tw_id id = add_recorded(e, r, 1, 1, TW_CONCURRENT);
-	atomic_store(&r->block, true);
-	advance(e, 1);
-	wait_started(r);
+	start_blocked_run(e, r);
 	advance(e, 1);
 	advance(e, 1);
 	cr_assert_eq(tw_cancel(e, id), TW_OK);
@@ -412,9 +408,7 @@ Test(lifecycle, stop_times_out_while_a_callback_outlives_the_drain)
 	struct counts idle = { 0 };
 	add_recorded(e, r, 1, 1, 0);
 	add_counted(e, &idle, 1000, 0);
-	atomic_store(&r->block, true);
-	advance(e, 1);
-	wait_started(r);
+	start_blocked_run(e, r);
 	cr_assert_eq(tw_engine_stop(e, 50), -TW_ETIMEDOUT);
 	cr_assert_eq(atomic_load(&idle.releases), 1, "the idle task was not released at stop");
 	cr_assert_eq(atomic_load(&r->releases), 0, "released while its run was going");
@@ -465,9 +459,7 @@ Test(lifecycle, stop_waits_for_runs_within_the_drain_limit)
 	struct counts idle = { 0 };
 	tw_id id = add_recorded(e, r, 1, 1, 0);
 	add_counted(e, &idle, 1000, 1000);
-	atomic_store(&r->block, true);
-	advance(e, 1);
-	wait_started(r);
+	start_blocked_run(e, r);
 	struct opener o = { .engine = e, .id = id, .gate = &r->gate, .delay_ms = 30 };
 	pthread_t t;
 	cr_assert_eq(pthread_create(&t, NULL, open_when_stopping, &o), 0);

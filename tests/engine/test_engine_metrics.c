@@ -394,9 +394,7 @@ Test(metrics, executors_queue_and_busy_time)
 	tw_engine *e = manual_engine(1);
 	struct recorder *r = recorder_new(e);
 	add_recorded(e, r, 1, 0, 0);
-	atomic_store(&r->block, true);
-	advance(e, 1);
-	wait_started(r);
+	start_blocked_run(e, r);
 	struct counts c = { 0 };
 	for (int i = 0; i < 3; i++)
 		add_counted(e, &c, 1, 0);

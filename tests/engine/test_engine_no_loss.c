@@ -122,9 +122,7 @@ Test(no_loss, one_shot_rearmed_during_a_blocked_run_runs_after_it_manual_clock)
 	tw_engine *e = manual_engine(1);
 	struct recorder *r = recorder_new(e);
 	tw_id id = add_recorded(e, r, 1, 0, 0);
-	atomic_store(&r->block, true);
-	advance(e, 1);
-	wait_started(r);
+	start_blocked_run(e, r);
 	cr_assert_eq(tw_set_delay(e, id, 2), TW_OK, "re-armed while running");
 	advance(e, 5); /* its due passes during the run */
 	tw_task_info info = info_of(e, id);
@@ -147,9 +145,7 @@ Test(no_loss, run_late_runs_an_overlapping_firing_after_the_run)
 		tw_engine *e = manual_engine(1);
 		struct recorder *r = recorder_new(e);
 		tw_id id = add_recorded(e, r, 1, 10, flags[k]);
-		atomic_store(&r->block, true);
-		advance(e, 1);
-		wait_started(r);
+		start_blocked_run(e, r);
 		advance(e, 10); /* t0 + 11: due during the run */
 		advance(e, 10); /* t0 + 21: another */
 		atomic_store(&r->block, false);
@@ -277,9 +273,7 @@ Test(no_loss, a_later_due_replaces_the_waiting_firing_of_a_one_shot)
 	tw_engine *e = manual_engine(1);
 	struct recorder *r = recorder_new(e);
 	tw_id id = add_recorded(e, r, 1, 0, 0);
-	atomic_store(&r->block, true);
-	advance(e, 1);
-	wait_started(r);
+	start_blocked_run(e, r);
 	cr_assert_eq(tw_set_delay(e, id, 1), TW_OK);
 	advance(e, 2); /* comes due during the run: waits */
 	cr_assert_eq(tw_set_delay(e, id, 1), TW_OK, "re-armed again: replaces the waiting one");
@@ -303,9 +297,7 @@ Test(no_loss, set_period_while_a_firing_waits_for_the_run)
 		tw_engine *e = manual_engine(1);
 		struct recorder *r = recorder_new(e);
 		tw_id id = add_recorded(e, r, 1, periodic ? 10 : 0, periodic ? TW_RUN_LATE : 0);
-		atomic_store(&r->block, true);
-		advance(e, 1);
-		wait_started(r);
+		start_blocked_run(e, r);
 		if (!periodic)
 			cr_assert_eq(tw_set_delay(e, id, 2), TW_OK);
 		advance(e, 10); /* the due comes during the run: it waits */
@@ -341,9 +333,7 @@ Test(no_loss, cancel_counts_dropped_firings_at_once)
 	struct counts c = { 0 };
 	add_recorded(e, r, 1, 0, 0); /* holds the one executor */
 	tw_id victim = add_counted(e, &c, 2, 0);
-	atomic_store(&r->block, true);
-	advance(e, 1);
-	wait_started(r);
+	start_blocked_run(e, r);
 	advance(e, 1); /* the victim's firing queues behind the blocked run */
 	cr_assert_eq(tw_set_delay(e, victim, 1), TW_OK);
 	advance(e, 1); /* its re-arm comes due while that firing waits: it waits too */

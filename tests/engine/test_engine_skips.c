@@ -197,9 +197,7 @@ Test(skips, concurrent_task_is_never_skipped_for_overlap)
 	tw_engine *e = manual_engine(2);
 	struct recorder *r = recorder_new(e);
 	tw_id id = add_recorded(e, r, 1, 1, TW_CONCURRENT);
-	atomic_store(&r->block, true);
-	advance(e, 1);
-	wait_started(r);
+	start_blocked_run(e, r);
 	advance(e, 1);
 	cr_assert(gate_pass(&r->started, WAIT_LIMIT_MS), "the second run started beside the first");
 	for (int i = 0; i < 4; i++)
