@@ -517,7 +517,8 @@ static int arm_for_next(struct tw_engine *e, uint64_t *armed, uint64_t *until)
 static bool may_sleep(struct tw_engine *e, uint64_t until)
 {
 	atomic_store_explicit(&e->sleeps_until, until ? until : 1, memory_order_seq_cst);
-	atomic_thread_fence(memory_order_seq_cst); /* before the mailbox is looked at */
+	/* before the mailbox is looked at (liburcu's barrier: GCC's TSan refuses C11 fences) */
+	cmm_smp_mb();
 	if (cds_wfcq_empty(&e->mail_head, &e->mail_tail))
 		return true;
 	atomic_store_explicit(&e->sleeps_until, 0, memory_order_relaxed);
@@ -638,7 +639,7 @@ static void *wheel_main(void *arg)
 		uint64_t round_end = monotonic_ns();
 		bump_by(&e->wheel_busy_ns, round_end - round_start);
 		wait_for_work(e, timeout_ms);
-		atomic_store_explicit(&e->sleeps_until, 0, memory_order_relaxed); /* awake */
+		atomic_store_explicit(&e->sleeps_until, 0, memory_order_seq_cst); /* awake */
 		round_start = monotonic_ns();
 	}
 	return NULL;
