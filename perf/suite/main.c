@@ -55,6 +55,10 @@ static const struct scenario scenarios[] = {
 	  "the process stopped 2 s under periodic tasks: skips, no catch-up burst, phase kept" },
 	{ "ops", scenario_ops,
 	  "ns per operation of the wheel (with peers) and of the engine API, N = 1k .. 10M" },
+	{ "dispatch", scenario_dispatch,
+	  "runs of an empty callback per second: manual clock (N tasks), real clock" },
+	{ "list", scenario_list,
+	  "tw_list per task visited at N tasks, under resets; tw_stats, tw_metrics_format" },
 	{ "icount", scenario_icount,
 	  "instructions per operation, for perf/gate.py under valgrind --tool=callgrind" },
 };
@@ -303,10 +307,12 @@ int main(int argc, char **argv)
 			if (!strcmp(argv[1], scenarios[i].name))
 				s = &scenarios[i];
 		if (!s)
-			cli_fail(PROG,
-				 "unknown scenario '%s' (heartbeats, sessions, churn, burst, "
-				 "oneshots-busy, blocker, queued-behind, idle, stall, ops, icount)",
-				 argv[1]);
+			cli_fail(
+				PROG,
+				"unknown scenario '%s' (heartbeats, sessions, churn, burst, "
+				"oneshots-busy, blocker, queued-behind, idle, stall, ops, dispatch, list, "
+				"icount)",
+				argv[1]);
 	}
 	struct suite_options opt = parse(argc, argv, s ? 2 : 1);
 	if (!s)

@@ -139,6 +139,9 @@ static void engine_size(struct ops_run *o, size_t k)
 			   f->ns[op], "ns", BETTER_LOWER);
 	report_add(o->r, "tickwheel", fig_name("%s", "engine_bytes_per_task", n), f->bytes_per_task,
 		   "B", BETTER_LOWER);
+	if (f->miss_ns > 0)
+		report_add(o->r, "tickwheel", fig_name("%s", "engine_miss_ns", n), f->miss_ns, "ns",
+			   BETTER_NEITHER);
 	if (f->failed)
 		report_note(o->r, "WARNING: %zu engine operations at N = %zu did not return TW_OK",
 			    f->failed, n);
@@ -205,8 +208,10 @@ static void explain(struct ops_run *o, double clock_ns)
 		       "the peers are real-clock loops, timed on one pass that fires timers due "
 		       "in 1 .. 1000 ms; wheel_expiry_1s: the wheel on those dues too");
 	report_note(r, "engine: manual clock, nothing fires; postpone = tw_set_delay later than "
-		       "the due (no mail), earlier = before where the wheel filed it (mailed); "
-		       "add = into freed slots, add_fresh = while the table grows");
+		       "the due (no mail), earlier = before where the wheel filed it (mailed), "
+		       "postpone_many = postpone through tw_set_delay_many, 64 ids a call; "
+		       "add = into freed slots, add_fresh = while the table grows; miss = one "
+		       "dependent random read over as much memory as the tasks took");
 	report_note(r,
 		    "engine on a real clock: + one CLOCK_MONOTONIC read (%.1f ns here) per "
 		    "tw_add and tw_set_delay",

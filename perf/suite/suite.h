@@ -1,10 +1,10 @@
 /*
  * suite.h - tw-perf, the perf suite for latency regression testing: one runner
  * with a subcommand per scenario (heartbeats, sessions, churn, burst,
- * oneshots-busy, blocker, queued-behind, idle, stall, ops, icount). Each
- * scenario fills a report (tools/report.h), which main() prints as a table
- * and, with --json FILE, writes with the machine's facts; with --plot DIR it
- * also draws its pictures there (tools/plot.h).
+ * oneshots-busy, blocker, queued-behind, idle, stall, ops, dispatch, list,
+ * icount). Each scenario fills a report (tools/report.h), which main() prints
+ * as a table and, with --json FILE, writes with the machine's facts; with
+ * --plot DIR it also draws its pictures there (tools/plot.h).
  */
 #ifndef TICKWHEEL_PERF_SUITE_H
 #define TICKWHEEL_PERF_SUITE_H
@@ -53,6 +53,8 @@ int scenario_queued_behind(const struct suite_options *opt, struct report *r);
 int scenario_idle(const struct suite_options *opt, struct report *r);
 int scenario_stall(const struct suite_options *opt, struct report *r);
 int scenario_ops(const struct suite_options *opt, struct report *r);
+int scenario_dispatch(const struct suite_options *opt, struct report *r);
+int scenario_list(const struct suite_options *opt, struct report *r);
 int scenario_icount(const struct suite_options *opt, struct report *r);
 
 /* true if the peer named (libuv, libevent, libev) is to run: built in and
