@@ -92,7 +92,7 @@ enum figure {
 	FIG_COUNT
 };
 
-/* One implementation measured at one N: a column of bench-wheel's tables. */
+/* One implementation measured at one N: a column of `tw-perf ops`'s wheel part. */
 struct bench_column {
 	const struct timer_impl *impl; /* NULL: not measured, see missing */
 	const char *missing;           /* what the cells say when there is no figure */

@@ -1,8 +1,8 @@
 /*
- * bench_measure.c - the measured sequence of the wheel benchmark, shared by
- * bench-wheel and `tw-perf ops`: per implementation, ns per add, cancel,
- * reschedule, reset and expired timer, and bytes per timer, at one N. See
- * README.md for the method.
+ * bench_measure.c - the measured sequence of the wheel microbenchmark, which
+ * `tw-perf ops` runs: per implementation, ns per add, cancel, reschedule,
+ * reset and expired timer, and bytes per timer, at one N. See README.md for
+ * the method.
  */
 #include "bench.h"
 

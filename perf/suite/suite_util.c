@@ -116,6 +116,20 @@ uint64_t su_self_cpu_ns(void)
 	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
+int su_pin_last_cpu(cpu_set_t *saved)
+{
+	cpu_set_t one;
+	if (sched_getaffinity(0, sizeof *saved, saved) != 0)
+		return -1;
+	int cpu = -1;
+	for (int c = CPU_SETSIZE - 1; c >= 0 && cpu < 0; c--)
+		if (CPU_ISSET(c, saved))
+			cpu = c;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	return sched_setaffinity(0, sizeof one, &one) == 0 ? cpu : -1;
+}
+
 size_t su_threads(pid_t *out, size_t max)
 {
 	DIR *d = opendir("/proc/self/task");

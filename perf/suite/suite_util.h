@@ -7,6 +7,7 @@
 #ifndef TICKWHEEL_PERF_SUITE_UTIL_H
 #define TICKWHEEL_PERF_SUITE_UTIL_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,6 +36,10 @@ void su_samples_free(struct su_samples *s);
 double su_clock_read_ns(void);
 /* The calling thread's CPU time, ns. */
 uint64_t su_self_cpu_ns(void);
+
+/* Pins the calling thread to the last CPU it may run on, after saving its
+ * affinity in saved (sched_setaffinity(0, ...) puts it back); that CPU, or -1. */
+int su_pin_last_cpu(cpu_set_t *saved);
 
 /* The ids of the process's threads now, up to max; how many there are. */
 size_t su_threads(pid_t *out, size_t max);
