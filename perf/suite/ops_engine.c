@@ -90,16 +90,16 @@ bool ops_engine_fits(size_t n, char *why, size_t len)
 double ops_clock_read_ns(void)
 {
 	enum { READS = 1000000 };
-	uint64_t sum = 0, t0 = bench_now_ns();
+	uint64_t sum = 0, t0 = monotonic_now_ns();
 	for (int i = 0; i < READS; i++)
-		sum += bench_now_ns();
-	uint64_t t1 = bench_now_ns();
+		sum += monotonic_now_ns();
+	uint64_t t1 = monotonic_now_ns();
 	return sum ? (double)(t1 - t0) / READS : 0;
 }
 
 static double per_op(uint64_t start, size_t n)
 {
-	return (double)(bench_now_ns() - start) / (double)n;
+	return (double)(monotonic_now_ns() - start) / (double)n;
 }
 
 static void lay_out(struct engine_run *x, const uint32_t *perm)
@@ -111,7 +111,7 @@ static void lay_out(struct engine_run *x, const uint32_t *perm)
 static double add_all(struct engine_run *x)
 {
 	tw_task_spec spec = { .callback = empty_callback };
-	uint64_t t0 = bench_now_ns();
+	uint64_t t0 = monotonic_now_ns();
 	for (size_t i = 0; i < x->n; i++) {
 		spec.delay_ms = x->pop_ms[i];
 		if (tw_add(x->e, &spec, &x->ids[i]) != TW_OK) {
@@ -125,7 +125,7 @@ static double add_all(struct engine_run *x)
 static double cancel_all(struct engine_run *x)
 {
 	size_t failed = 0;
-	uint64_t t0 = bench_now_ns();
+	uint64_t t0 = monotonic_now_ns();
 	for (size_t i = 0; i < x->n; i++)
 		failed += tw_cancel(x->e, x->seq[i]) != TW_OK;
 	double ns = per_op(t0, x->n);
@@ -136,7 +136,7 @@ static double cancel_all(struct engine_run *x)
 static double set_delays(struct engine_run *x, const uint32_t *delay_ms, uint32_t same_ms)
 {
 	size_t failed = 0;
-	uint64_t t0 = bench_now_ns();
+	uint64_t t0 = monotonic_now_ns();
 	for (size_t i = 0; i < x->n; i++)
 		failed += tw_set_delay(x->e, x->seq[i], delay_ms ? delay_ms[i] : same_ms) != TW_OK;
 	double ns = per_op(t0, x->n);
@@ -147,7 +147,7 @@ static double set_delays(struct engine_run *x, const uint32_t *delay_ms, uint32_
 static double set_delays_many(struct engine_run *x, uint32_t same_ms)
 {
 	size_t failed = 0;
-	uint64_t t0 = bench_now_ns();
+	uint64_t t0 = monotonic_now_ns();
 	for (size_t i = 0; i < x->n; i += RESETS_PER_CALL) {
 		size_t k = x->n - i < RESETS_PER_CALL ? x->n - i : RESETS_PER_CALL;
 		failed += tw_set_delay_many(x->e, x->seq + i, k, same_ms, NULL) != TW_OK;
@@ -161,7 +161,7 @@ static double get_all(struct engine_run *x, const tw_id *ids, size_t n, unsigned
 {
 	size_t failed = 0;
 	tw_task_info info;
-	uint64_t t0 = bench_now_ns();
+	uint64_t t0 = monotonic_now_ns();
 	for (unsigned p = 0; p < passes; p++)
 		for (size_t i = 0; i < n; i++)
 			failed += tw_get(x->e, ids[i], &info) != TW_OK;
@@ -288,7 +288,7 @@ static double miss_ns(size_t n, double bytes_per_task, uint64_t *rng)
 			*(uint32_t *)(mem + (size_t)perm[i] * stride) = perm[(i + 1) % n];
 		size_t reads = n < MISS_READS ? (MISS_READS / n) * n : n;
 		uint32_t at = perm[0];
-		uint64_t t0 = bench_now_ns();
+		uint64_t t0 = monotonic_now_ns();
 		for (size_t i = 0; i < reads; i++)
 			at = *(volatile uint32_t *)(mem + (size_t)at * stride);
 		ns = per_op(t0, reads);
