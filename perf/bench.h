@@ -1,10 +1,13 @@
 /*
  * bench.h - what the wheel benchmark shares between its files: the interface
  * every timer implementation under test provides, the random workload, and
- * small helpers (clock, statistics, memory in use).
+ * small helpers (random numbers, statistics, memory in use; the clock is
+ * measure.h's).
  */
 #ifndef TICKWHEEL_PERF_BENCH_H
 #define TICKWHEEL_PERF_BENCH_H
+
+#include "measure.h" /* the clock: monotonic_now_ns(), monotonic_sleep_until() */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -92,7 +95,7 @@ enum figure {
 	FIG_COUNT
 };
 
-/* One implementation measured at one N: a column of bench-wheel's tables. */
+/* One implementation measured at one N: a column of `tw-perf ops`'s wheel part. */
 struct bench_column {
 	const struct timer_impl *impl; /* NULL: not measured, see missing */
 	const char *missing;           /* what the cells say when there is no figure */
@@ -116,8 +119,6 @@ uint64_t bench_rng_next(uint64_t *state);
 uint32_t bench_rng_below(uint64_t *state, uint32_t bound);
 void bench_shuffle_u32(uint32_t *a, size_t n, uint64_t *state);
 
-uint64_t bench_now_ns(void);              /* CLOCK_MONOTONIC */
-void bench_sleep_until_ns(uint64_t when); /* CLOCK_MONOTONIC, absolute */
 double bench_median(double *v, size_t n); /* sorts v in place */
 /* Value at quantile q (0..1) of v sorted ascending. */
 double bench_quantile_sorted(const double *v, size_t n, double q);

@@ -1,8 +1,8 @@
 /*
- * bench_measure.c - the measured sequence of the wheel benchmark, shared by
- * bench-wheel and `tw-perf ops`: per implementation, ns per add, cancel,
- * reschedule, reset and expired timer, and bytes per timer, at one N. See
- * README.md for the method.
+ * bench_measure.c - the measured sequence of the wheel microbenchmark, which
+ * `tw-perf ops` runs: per implementation, ns per add, cancel, reschedule,
+ * reset and expired timer, and bytes per timer, at one N. See README.md for
+ * the method.
  */
 #include "bench.h"
 
@@ -53,7 +53,7 @@ static double ns_per_op(uint64_t start, uint64_t end, size_t ops)
 static void expire_leftovers(const struct timer_impl *impl, void *set, size_t left)
 {
 	for (int tries = 0; left > 0 && tries < 200; tries++) {
-		bench_sleep_until_ns(bench_now_ns() + 10000000u);
+		monotonic_sleep_until(monotonic_now_ns() + 10000000u);
 		size_t fired = impl->expire_all(set);
 		left = fired < left ? left - fired : 0;
 	}
@@ -67,9 +67,9 @@ static double measure_expiry(const struct timer_impl *impl, void *set, const str
 			     const uint32_t *delay_ms, uint32_t max_delay_ms)
 {
 	impl->expiry_arm(set, wl->order[0], delay_ms, wl->n, max_delay_ms);
-	uint64_t start = bench_now_ns();
+	uint64_t start = monotonic_now_ns();
 	size_t fired = impl->expire_all(set);
-	uint64_t end = bench_now_ns();
+	uint64_t end = monotonic_now_ns();
 	if (fired != wl->n) {
 		fprintf(stderr, "warning: %s fired %zu of %zu timers in one pass\n", impl->name,
 			fired, wl->n);
@@ -88,17 +88,17 @@ static void measure_operations(const struct timer_impl *impl, void *set, const s
 			       double out[FIG_COUNT])
 {
 	size_t n = wl->n;
-	uint64_t t0 = bench_now_ns();
+	uint64_t t0 = monotonic_now_ns();
 	impl->add(set, wl->order[0], wl->delay[0], n);
-	uint64_t t1 = bench_now_ns();
+	uint64_t t1 = monotonic_now_ns();
 	impl->reschedule(set, wl->order[1], wl->delay[1], n);
-	uint64_t t2 = bench_now_ns();
+	uint64_t t2 = monotonic_now_ns();
 	impl->cancel(set, wl->order[2], n);
-	uint64_t t3 = bench_now_ns();
+	uint64_t t3 = monotonic_now_ns();
 	impl->add(set, wl->order[0], wl->delay[0], n);
-	uint64_t t4 = bench_now_ns();
+	uint64_t t4 = monotonic_now_ns();
 	impl->reset(set, wl->order[1], n, BENCH_RESET_DELAY_MS);
-	uint64_t t5 = bench_now_ns();
+	uint64_t t5 = monotonic_now_ns();
 	impl->cancel(set, wl->order[2], n);
 	out[FIG_ADD] = ns_per_op(t0, t1, n);
 	out[FIG_RESCHEDULE] = ns_per_op(t1, t2, n);

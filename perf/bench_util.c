@@ -5,11 +5,9 @@
 #include "bench.h"
 
 #include <dlfcn.h>
-#include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 uint64_t bench_rng_next(uint64_t *state)
 {
@@ -84,21 +82,6 @@ void workload_free(struct workload *wl)
 		free(wl->delay[k]);
 	free(wl->short_delay);
 	memset(wl, 0, sizeof *wl);
-}
-
-uint64_t bench_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-void bench_sleep_until_ns(uint64_t when)
-{
-	struct timespec ts = { .tv_sec = (time_t)(when / 1000000000u),
-			       .tv_nsec = (long)(when % 1000000000u) };
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
 }
 
 static int compare_doubles(const void *a, const void *b)

@@ -1,25 +1,27 @@
 #!/bin/bash
 # callgrind.sh - instructions per operation, counted by callgrind around the
-# measured loop only (bench-wheel --callgrind OP N IMPL), for the wheel and
-# the peers built into bench-wheel.
+# measured loop only (tw-perf callgrind-op --op OP --tasks N --impl IMPL), for
+# the wheel and the peers built into tw-perf.
 #
-# usage: perf/callgrind.sh [PATH/TO/bench-wheel]
-#   default binary: build-perf/perf/bench-wheel under the repository root
+# usage: perf/callgrind.sh [PATH/TO/tw-perf]
+#   default binary: build-perf/perf/suite/tw-perf under the repository root
 # environment (all optional):
 #   SIZES="100000 1000000"   OPS="add cancel reschedule reset expiry"
 #   IMPLS="wheel libuv libevent libev" (default: every one built in)
 #   OUT=dir                  keeps the callgrind.out files there (default: a
 #                            temporary directory, removed at the end)
 # Each figure = the `totals:` Ir of the callgrind.out file / the operation
-# count the bench prints; it includes the benchmark loop (about 5 instructions
-# per operation: index load, delay load, address computation, branch).
+# count tw-perf reports (the figure `operations`); it includes the benchmark
+# loop (about 5 instructions per operation: index load, delay load, address
+# computation, branch).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-bench=$(realpath "${1:-$here/../build-perf/perf/bench-wheel}")
+bench=$(realpath "${1:-$here/../build-perf/perf/suite/tw-perf}")
 sizes=${SIZES:-100000 1000000}
 ops=${OPS:-add cancel reschedule reset expiry}
-impls=${IMPLS:-$("$bench" --list | tr '\n' ' ')}
+# the wheel, then the peers that `tw-perf --help` lists as built in
+impls=${IMPLS:-wheel $("$bench" --help | sed -n 's/^peers built in: *//p' | sed 's/\<none\>//')}
 keep=${OUT:-}
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
@@ -44,12 +46,13 @@ instructions_per_op() {
 	local file=$out/callgrind.$impl.$op.$n.out
 	local report
 	if ! report=$(valgrind --tool=callgrind --collect-atstart=no --instr-atstart=no \
-		--callgrind-out-file="$file" "$bench" --callgrind "$op" "$n" "$impl" 2>/dev/null); then
+		--callgrind-out-file="$file" "$bench" callgrind-op --op "$op" --tasks "$n" \
+		--impl "$impl" 2>/dev/null); then
 		echo failed -
 		return
 	fi
 	local count total bench_self
-	count=$(sed -n 's/^callgrind: .* ops \([0-9]*\)$/\1/p' <<<"$report")
+	count=$(awk '$1 == "operations" { print $3 }' <<<"$report")
 	total=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$file")
 	bench_self=$(callgrind_annotate --inclusive=no --threshold=100 "$file" 2>/dev/null |
 		awk '/:[a-z]+_set_[a-z_]+ |:count_firing / { gsub(",", "", $1); s += $1 }

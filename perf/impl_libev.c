@@ -104,7 +104,7 @@ static void libev_set_expiry_arm(void *set, const uint32_t *order, const uint32_
 	struct libev_set *s = set;
 	ev_now_update(s->loop);
 	libev_set_add(set, order, delay_ms, n);
-	bench_sleep_until_ns(bench_now_ns() + (uint64_t)(max_delay_ms + 5) * 1000000u);
+	monotonic_sleep_until(monotonic_now_ns() + (uint64_t)(max_delay_ms + 5) * 1000000u);
 }
 
 static size_t libev_set_expire_all(void *set)

@@ -92,7 +92,7 @@ static void libevent_set_expiry_arm(void *set, const uint32_t *order, const uint
 	/* outside the loop each evtimer_add reads the clock itself */
 	libevent_set_add(set, order, delay_ms, n);
 	/* + 15 ms: the coarse clock lags by up to a scheduler tick */
-	bench_sleep_until_ns(bench_now_ns() + (uint64_t)(max_delay_ms + 15) * 1000000u);
+	monotonic_sleep_until(monotonic_now_ns() + (uint64_t)(max_delay_ms + 15) * 1000000u);
 }
 
 static size_t libevent_set_expire_all(void *set)

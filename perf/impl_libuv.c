@@ -84,7 +84,7 @@ static void libuv_set_expiry_arm(void *set, const uint32_t *order, const uint32_
 	uv_update_time(&s->loop);
 	libuv_set_add(set, order, delay_ms, n);
 	/* the last timer was armed relative to the time refreshed above */
-	bench_sleep_until_ns(bench_now_ns() + (uint64_t)(max_delay_ms + 5) * 1000000u);
+	monotonic_sleep_until(monotonic_now_ns() + (uint64_t)(max_delay_ms + 5) * 1000000u);
 }
 
 static size_t libuv_set_expire_all(void *set)

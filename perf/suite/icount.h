@@ -15,7 +15,7 @@
 #include <stdio.h>
 
 enum {
-	MAX_DELAY_MS = 10 * 60 * 1000, /* dues 1 ms .. 10 min away, as in bench-wheel */
+	MAX_DELAY_MS = 10 * 60 * 1000, /* dues 1 ms .. 10 min away, as in `ops` */
 	DISPATCH_WINDOW_MS = 1000,     /* dispatched one-shots are due within 1 s */
 	EXECUTORS = 2,                 /* fixed: counts must not depend on the CPU count */
 	DEFAULT_N = 100000,
@@ -24,7 +24,7 @@ enum {
 };
 
 /* Each loop visits the entries in its own permutation, so that no operation
- * finds its neighbours hot from the one before (as in bench-wheel). */
+ * finds its neighbours hot from the one before (as in `ops`). */
 struct workload {
 	size_t n;
 	uint32_t *order[3];

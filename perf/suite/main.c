@@ -5,7 +5,7 @@
  *
  *   tw-perf SCENARIO [--tasks N] [--seconds S] [--period 100-500ms] [--sessions N] [--rate R]
  *                    [--timeout 30s] [--quiet F] [--threads N] [--executors N] [--block 2s]
- *                    [--sizes 1000,100000] [--peers libev,libuv | none] [--seed S] [--quick]
+ *                    [--sizes 1000,100000] [--op OP] [--impl NAME] [--peers libev,libuv | none] [--seed S] [--quick]
  *                    [--coarse-clock] [--reset-many] [--json FILE] [--plot DIR]
  *   tw-perf -h | --help | --version
  *
@@ -55,6 +55,14 @@ static const struct scenario scenarios[] = {
 	  "the process stopped 2 s under periodic tasks: skips, no catch-up burst, phase kept" },
 	{ "ops", scenario_ops,
 	  "ns per operation of the wheel (with peers) and of the engine API, N = 1k .. 10M" },
+	{ "dispatch", scenario_dispatch,
+	  "runs of an empty callback per second: manual clock (N tasks), real clock" },
+	{ "list", scenario_list,
+	  "tw_list per task visited at N tasks, under resets; tw_stats, tw_metrics_format" },
+	{ "lumps", scenario_lumps,
+	  "N timers due within a second, the wheel advanced tick by tick: the longest tick" },
+	{ "callgrind-op", scenario_callgrind_op,
+	  "one operation over N timers of the wheel or a peer, for perf/callgrind.sh" },
 	{ "icount", scenario_icount,
 	  "instructions per operation, for perf/gate.py under valgrind --tool=callgrind" },
 };
@@ -88,6 +96,9 @@ static void usage(FILE *out)
 		"  --executors N       executor threads, 0 .. %d; 0 = one per online CPU\n"
 		"  --block B           blocker: how long the callback blocks, whole ms from 1ms: 2s\n"
 		"  --sizes N,N,...     ops: the numbers of timers, 1000,100000\n"
+		"  --op OP             callgrind-op: add, cancel, reschedule, reset, expiry,\n"
+		"                      expiry-short\n"
+		"  --impl NAME         callgrind-op: wheel (the default) or a peer built in\n"
 		"  --peers P,P | none  the peers to run beside tickwheel (default: all built)\n"
 		"  --seed S            the random draws, a whole number\n"
 		"  --quick             the smallest run that still says something\n"
@@ -153,6 +164,8 @@ enum {
 	OPT_EXECUTORS,
 	OPT_BLOCK,
 	OPT_SIZES,
+	OPT_OP,
+	OPT_IMPL,
 	OPT_PEERS,
 	OPT_JSON,
 	OPT_PLOT,
@@ -174,6 +187,8 @@ static const struct cli_option option_table[] = {
 	{ "--executors", OPT_EXECUTORS, true },
 	{ "--block", OPT_BLOCK, true },
 	{ "--sizes", OPT_SIZES, true },
+	{ "--op", OPT_OP, true },
+	{ "--impl", OPT_IMPL, true },
 	{ "--peers", OPT_PEERS, true },
 	{ "--json", OPT_JSON, true },
 	{ "--plot", OPT_PLOT, true },
@@ -232,6 +247,12 @@ static struct suite_options parse(int argc, char **argv, int first)
 			break;
 		case OPT_SIZES:
 			o.sizes = v; /* checked by ops, the one scenario that reads it */
+			break;
+		case OPT_OP: /* checked by callgrind-op, the one scenario that reads it */
+			o.op = v;
+			break;
+		case OPT_IMPL:
+			o.impl = v;
 			break;
 		case OPT_PEERS:
 			check_peers(v);
@@ -303,10 +324,12 @@ int main(int argc, char **argv)
 			if (!strcmp(argv[1], scenarios[i].name))
 				s = &scenarios[i];
 		if (!s)
-			cli_fail(PROG,
-				 "unknown scenario '%s' (heartbeats, sessions, churn, burst, "
-				 "oneshots-busy, blocker, queued-behind, idle, stall, ops, icount)",
-				 argv[1]);
+			cli_fail(
+				PROG,
+				"unknown scenario '%s' (heartbeats, sessions, churn, burst, "
+				"oneshots-busy, blocker, queued-behind, idle, stall, ops, dispatch, list, "
+				"lumps, callgrind-op, icount)",
+				argv[1]);
 	}
 	struct suite_options opt = parse(argc, argv, s ? 2 : 1);
 	if (!s)

@@ -1,8 +1,9 @@
 /*
  * ops.c - `tw-perf ops`: ns per operation at N = 1000 .. 10 000 000 live
  * timers, first of the timing wheel side by side with libuv, libevent and
- * libev (bench-wheel's workload and method: bench_measure.c, perf/README.md),
- * then of the engine API (ops_engine.c); series and pictures: ops_series.c.
+ * libev (the wheel microbenchmark's workload and method: bench_measure.c,
+ * perf/README.md), then of the engine API (ops_engine.c); series and
+ * pictures: ops_series.c.
  *
  * Figures: "wheel_<op>_ns@N" per implementation (the wheel reports as
  * "tickwheel") and "engine_<op>_ns@N", with the bytes per entry and per task.
@@ -10,6 +11,7 @@
 #include "ops.h"
 #include "bench.h"
 #include "suite.h"
+#include "suite_util.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -63,22 +65,6 @@ static const char *fig_name(const char *fmt, const char *op, size_t n)
 	return name;
 }
 
-/* The wheel runs pinned to one CPU, as bench-wheel does; the engine must not
- * inherit that (its wheel thread would share the CPU of the caller). */
-static int pin_last_cpu(cpu_set_t *saved)
-{
-	cpu_set_t one;
-	if (sched_getaffinity(0, sizeof *saved, saved) != 0)
-		return -1;
-	int cpu = -1;
-	for (int c = CPU_SETSIZE - 1; c >= 0 && cpu < 0; c--)
-		if (CPU_ISSET(c, saved))
-			cpu = c;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	return sched_setaffinity(0, sizeof one, &one) == 0 ? cpu : -1;
-}
-
 static void wheel_size(struct ops_run *o, size_t k)
 {
 	size_t n = o->sizes[k];
@@ -92,7 +78,7 @@ static void wheel_size(struct ops_run *o, size_t k)
 			cols[c].impl = bench_find_impl(impl_names[c]);
 	}
 	struct workload wl;
-	/* bench-wheel's repetitions, but 5 rather than 7 at 1M: the peers take
+	/* bench_default_reps(), but 5 rather than 7 at 1M: the peers take
 	 * about 20 s per repetition there, and the engine's part follows. */
 	unsigned reps = n == TARGET_N ? 5 : bench_default_reps(n);
 	fprintf(stderr, "tw-perf ops: wheel%s at N = %zu, %u repetitions\n",
@@ -139,6 +125,9 @@ static void engine_size(struct ops_run *o, size_t k)
 			   f->ns[op], "ns", BETTER_LOWER);
 	report_add(o->r, "tickwheel", fig_name("%s", "engine_bytes_per_task", n), f->bytes_per_task,
 		   "B", BETTER_LOWER);
+	if (f->miss_ns > 0)
+		report_add(o->r, "tickwheel", fig_name("%s", "engine_miss_ns", n), f->miss_ns, "ns",
+			   BETTER_NEITHER);
 	if (f->failed)
 		report_note(o->r, "WARNING: %zu engine operations at N = %zu did not return TW_OK",
 			    f->failed, n);
@@ -195,9 +184,8 @@ static void explain(struct ops_run *o, double clock_ns)
 		bytes |= o->wheel[k][0].impl && o->wheel[k][0].fig[FIG_BYTES] > 0;
 	if (bench_malloc_is_jemalloc())
 		report_note(
-			r,
-			"malloc is jemalloc here, linked for the engine (bench-wheel: glibc "
-			"malloc); the peers' heap arrays grow in it, bytes are its size classes");
+			r, "malloc is jemalloc here, linked for the engine; the peers' heap arrays "
+			   "grow in it, bytes are its size classes");
 	if (!bytes)
 		report_note(r, "no bytes per wheel entry: the heap counters see nothing in this "
 			       "build (sanitizers)");
@@ -205,8 +193,10 @@ static void explain(struct ops_run *o, double clock_ns)
 		       "the peers are real-clock loops, timed on one pass that fires timers due "
 		       "in 1 .. 1000 ms; wheel_expiry_1s: the wheel on those dues too");
 	report_note(r, "engine: manual clock, nothing fires; postpone = tw_set_delay later than "
-		       "the due (no mail), earlier = before where the wheel filed it (mailed); "
-		       "add = into freed slots, add_fresh = while the table grows");
+		       "the due (no mail), earlier = before where the wheel filed it (mailed), "
+		       "postpone_many = postpone through tw_set_delay_many, 64 ids a call; "
+		       "add = into freed slots, add_fresh = while the table grows; miss = one "
+		       "dependent random read over as much memory as the tasks took");
 	report_note(r,
 		    "engine on a real clock: + one CLOCK_MONOTONIC read (%.1f ns here) per "
 		    "tw_add and tw_set_delay",
@@ -236,7 +226,9 @@ int scenario_ops(const struct suite_options *opt, struct report *r)
 	report_param(r, "seed", (double)opt->seed);
 	report_param(r, "quick", opt->quick);
 	cpu_set_t saved;
-	int cpu = pin_last_cpu(&saved);
+	/* the wheel alone on one CPU; the engine must not inherit that (its
+	 * wheel thread would share the CPU of the caller) */
+	int cpu = su_pin_last_cpu(&saved);
 	report_param(r, "pinned_cpu", cpu);
 	for (size_t k = 0; k < o->count; k++)
 		wheel_size(o, k);

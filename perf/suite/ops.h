@@ -17,16 +17,20 @@ enum engine_op {
 	ENG_ADD,       /* tw_add into slots the previous repetition freed */
 	ENG_ADD_FRESH, /* tw_add while the task table grows (the first pass) */
 	ENG_CANCEL,
-	ENG_POSTPONE, /* tw_set_delay to a due later than the task's: no mail */
-	ENG_EARLIER,  /* tw_set_delay to a due earlier than where it is filed: mailed */
-	ENG_GET,      /* tw_get of a random task of N */
-	ENG_GET_HOT,  /* tw_get on a hot set of 1000 tasks */
+	ENG_POSTPONE,      /* tw_set_delay to a due later than the task's: no mail */
+	ENG_POSTPONE_MANY, /* the same through tw_set_delay_many, 64 ids a call */
+	ENG_EARLIER,       /* tw_set_delay to a due earlier than where it is filed: mailed */
+	ENG_GET,           /* tw_get of a random task of N */
+	ENG_GET_HOT,       /* tw_get on a hot set of 1000 tasks */
 	ENG_OPS
 };
 
 struct engine_figures {
 	double ns[ENG_OPS]; /* ns per operation, median over reps */
 	double bytes_per_task;
+	/* one dependent random read over as much memory as the tasks took: the
+	 * cache miss a postpone cannot avoid */
+	double miss_ns;
 	unsigned reps;
 	size_t failed; /* operations that did not return TW_OK */
 };

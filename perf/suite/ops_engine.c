@@ -1,7 +1,8 @@
 /*
  * ops_engine.c - the engine API's cost per operation at N live tasks, for
  * `tw-perf ops`: tw_add, tw_cancel, tw_set_delay later (postpone) and earlier,
- * tw_get on random and on hot tasks, and bytes per live task.
+ * tw_set_delay_many later (64 ids a call), tw_get on random and on hot tasks,
+ * bytes per live task, and the cost of one cache miss over as much memory.
  *
  * The engine runs on a manual clock: time stands still while we measure, so
  * every tw_set_delay is exactly the kind being timed (later than the task's
@@ -34,11 +35,18 @@ enum {
 	HOT_ORDERS = 16,
 	HOT_PASSES = 16,
 	BYTES_PER_TASK_GUESS = 256, /* the task, its ids here, some slack */
+	RESETS_PER_CALL = 64,       /* a gateway's batch of messages */
+	MISS_READS = 1000000,       /* at least this many dependent reads timed */
 };
 
 const char *const engine_op_names[ENG_OPS] = {
-	[ENG_ADD] = "add",           [ENG_ADD_FRESH] = "add_fresh", [ENG_CANCEL] = "cancel",
-	[ENG_POSTPONE] = "postpone", [ENG_EARLIER] = "earlier",     [ENG_GET] = "get",
+	[ENG_ADD] = "add",
+	[ENG_ADD_FRESH] = "add_fresh",
+	[ENG_CANCEL] = "cancel",
+	[ENG_POSTPONE] = "postpone",
+	[ENG_POSTPONE_MANY] = "postpone_many",
+	[ENG_EARLIER] = "earlier",
+	[ENG_GET] = "get",
 	[ENG_GET_HOT] = "get_hot",
 };
 
@@ -82,16 +90,16 @@ bool ops_engine_fits(size_t n, char *why, size_t len)
 double ops_clock_read_ns(void)
 {
 	enum { READS = 1000000 };
-	uint64_t sum = 0, t0 = bench_now_ns();
+	uint64_t sum = 0, t0 = monotonic_now_ns();
 	for (int i = 0; i < READS; i++)
-		sum += bench_now_ns();
-	uint64_t t1 = bench_now_ns();
+		sum += monotonic_now_ns();
+	uint64_t t1 = monotonic_now_ns();
 	return sum ? (double)(t1 - t0) / READS : 0;
 }
 
 static double per_op(uint64_t start, size_t n)
 {
-	return (double)(bench_now_ns() - start) / (double)n;
+	return (double)(monotonic_now_ns() - start) / (double)n;
 }
 
 static void lay_out(struct engine_run *x, const uint32_t *perm)
@@ -103,7 +111,7 @@ static void lay_out(struct engine_run *x, const uint32_t *perm)
 static double add_all(struct engine_run *x)
 {
 	tw_task_spec spec = { .callback = empty_callback };
-	uint64_t t0 = bench_now_ns();
+	uint64_t t0 = monotonic_now_ns();
 	for (size_t i = 0; i < x->n; i++) {
 		spec.delay_ms = x->pop_ms[i];
 		if (tw_add(x->e, &spec, &x->ids[i]) != TW_OK) {
@@ -117,7 +125,7 @@ static double add_all(struct engine_run *x)
 static double cancel_all(struct engine_run *x)
 {
 	size_t failed = 0;
-	uint64_t t0 = bench_now_ns();
+	uint64_t t0 = monotonic_now_ns();
 	for (size_t i = 0; i < x->n; i++)
 		failed += tw_cancel(x->e, x->seq[i]) != TW_OK;
 	double ns = per_op(t0, x->n);
@@ -128,9 +136,22 @@ static double cancel_all(struct engine_run *x)
 static double set_delays(struct engine_run *x, const uint32_t *delay_ms, uint32_t same_ms)
 {
 	size_t failed = 0;
-	uint64_t t0 = bench_now_ns();
+	uint64_t t0 = monotonic_now_ns();
 	for (size_t i = 0; i < x->n; i++)
 		failed += tw_set_delay(x->e, x->seq[i], delay_ms ? delay_ms[i] : same_ms) != TW_OK;
+	double ns = per_op(t0, x->n);
+	x->failed += failed;
+	return ns;
+}
+
+static double set_delays_many(struct engine_run *x, uint32_t same_ms)
+{
+	size_t failed = 0;
+	uint64_t t0 = monotonic_now_ns();
+	for (size_t i = 0; i < x->n; i += RESETS_PER_CALL) {
+		size_t k = x->n - i < RESETS_PER_CALL ? x->n - i : RESETS_PER_CALL;
+		failed += tw_set_delay_many(x->e, x->seq + i, k, same_ms, NULL) != TW_OK;
+	}
 	double ns = per_op(t0, x->n);
 	x->failed += failed;
 	return ns;
@@ -140,7 +161,7 @@ static double get_all(struct engine_run *x, const tw_id *ids, size_t n, unsigned
 {
 	size_t failed = 0;
 	tw_task_info info;
-	uint64_t t0 = bench_now_ns();
+	uint64_t t0 = monotonic_now_ns();
 	for (unsigned p = 0; p < passes; p++)
 		for (size_t i = 0; i < n; i++)
 			failed += tw_get(x->e, ids[i], &info) != TW_OK;
@@ -183,6 +204,8 @@ static void repetition(struct engine_run *x, uint64_t *rng, double out[ENG_OPS])
 	wheel_caught_up(x);
 	lay_out(x, x->perm[1]);
 	out[ENG_POSTPONE] = set_delays(x, NULL, POSTPONE_MS);
+	lay_out(x, x->perm[0]);
+	out[ENG_POSTPONE_MANY] = set_delays_many(x, POSTPONE_MS + 1000);
 	lay_out(x, x->perm[2]);
 	out[ENG_EARLIER] = set_delays(x, x->early_ms, 0);
 	wheel_caught_up(x);
@@ -246,6 +269,35 @@ static void run_free(struct engine_run *x)
 		free(x->perm[k]);
 }
 
+/*
+ * What one random memory access costs here: a chain of dependent reads over
+ * n records of the task's size (as much memory as the tasks took), so each
+ * read waits for the previous one; ns per read, 0 if out of memory.
+ */
+static double miss_ns(size_t n, double bytes_per_task, uint64_t *rng)
+{
+	size_t stride = bytes_per_task < 64 ? 64 : ((size_t)bytes_per_task + 7) / 8 * 8;
+	char *mem = malloc(n * stride);
+	uint32_t *perm = malloc(n * sizeof *perm);
+	double ns = 0;
+	if (mem && perm) {
+		for (size_t i = 0; i < n; i++)
+			perm[i] = (uint32_t)i;
+		bench_shuffle_u32(perm, n, rng);
+		for (size_t i = 0; i < n; i++)
+			*(uint32_t *)(mem + (size_t)perm[i] * stride) = perm[(i + 1) % n];
+		size_t reads = n < MISS_READS ? (MISS_READS / n) * n : n;
+		uint32_t at = perm[0];
+		uint64_t t0 = monotonic_now_ns();
+		for (size_t i = 0; i < reads; i++)
+			at = *(volatile uint32_t *)(mem + (size_t)at * stride);
+		ns = per_op(t0, reads);
+	}
+	free(mem);
+	free(perm);
+	return ns;
+}
+
 int ops_engine_measure(size_t n, uint64_t seed, struct engine_figures *out)
 {
 	struct engine_run x;
@@ -290,5 +342,6 @@ int ops_engine_measure(size_t n, uint64_t seed, struct engine_figures *out)
 	out->failed = x.failed;
 	free(samples);
 	run_free(&x);
+	out->miss_ns = miss_ns(n, out->bytes_per_task, &rng);
 	return 0;
 }

@@ -13,6 +13,7 @@ static const char *const engine_op_titles[ENG_OPS] = {
 	[ENG_ADD_FRESH] = "tw_add, table growing",
 	[ENG_CANCEL] = "tw_cancel",
 	[ENG_POSTPONE] = "tw_set_delay later",
+	[ENG_POSTPONE_MANY] = "tw_set_delay_many later, 64 a call",
 	[ENG_EARLIER] = "tw_set_delay earlier",
 	[ENG_GET] = "tw_get",
 	[ENG_GET_HOT] = "tw_get, hot set of 1000",

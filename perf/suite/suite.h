@@ -1,10 +1,10 @@
 /*
  * suite.h - tw-perf, the perf suite for latency regression testing: one runner
  * with a subcommand per scenario (heartbeats, sessions, churn, burst,
- * oneshots-busy, blocker, queued-behind, idle, stall, ops, icount). Each
- * scenario fills a report (tools/report.h), which main() prints as a table
- * and, with --json FILE, writes with the machine's facts; with --plot DIR it
- * also draws its pictures there (tools/plot.h).
+ * oneshots-busy, blocker, queued-behind, idle, stall, ops, dispatch, list,
+ * lumps, callgrind-op, icount). Each scenario fills a report (tools/report.h), which main() prints
+ * as a table and, with --json FILE, writes with the machine's facts; with
+ * --plot DIR it also draws its pictures there (tools/plot.h).
  */
 #ifndef TICKWHEEL_PERF_SUITE_H
 #define TICKWHEEL_PERF_SUITE_H
@@ -29,6 +29,8 @@ struct suite_options {
 	unsigned executors;                  /* --executors N  (0: one per online CPU) */
 	uint64_t block_ms;                   /* --block 2s  (blocker: how long it blocks) */
 	const char *sizes;                   /* --sizes 1000,100000,... */
+	const char *op;                      /* --op add  (callgrind-op) */
+	const char *impl;                    /* --impl wheel | libuv | ...  (callgrind-op) */
 	const char *peers;    /* --peers libev,libuv | none; NULL: every peer built in */
 	const char *json;     /* --json FILE */
 	const char *plot_dir; /* --plot DIR */
@@ -53,6 +55,10 @@ int scenario_queued_behind(const struct suite_options *opt, struct report *r);
 int scenario_idle(const struct suite_options *opt, struct report *r);
 int scenario_stall(const struct suite_options *opt, struct report *r);
 int scenario_ops(const struct suite_options *opt, struct report *r);
+int scenario_dispatch(const struct suite_options *opt, struct report *r);
+int scenario_list(const struct suite_options *opt, struct report *r);
+int scenario_lumps(const struct suite_options *opt, struct report *r);
+int scenario_callgrind_op(const struct suite_options *opt, struct report *r);
 int scenario_icount(const struct suite_options *opt, struct report *r);
 
 /* true if the peer named (libuv, libevent, libev) is to run: built in and

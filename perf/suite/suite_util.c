@@ -1,5 +1,6 @@
 /* suite_util.c - see suite_util.h. */
 #include "suite_util.h"
+#include "bench.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -8,23 +9,15 @@
 #include <time.h>
 #include <unistd.h>
 
-uint64_t su_rand(uint64_t *state)
-{
-	uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
 uint64_t su_below(uint64_t *state, uint64_t n)
 {
 	/* Modulo bias is below n / 2^64: nothing a benchmark can see. */
-	return su_rand(state) % n;
+	return bench_rng_next(state) % n;
 }
 
 double su_uniform(uint64_t *state)
 {
-	return (double)(su_rand(state) >> 11) * 0x1.0p-53;
+	return (double)(bench_rng_next(state) >> 11) * 0x1.0p-53;
 }
 
 uint64_t su_dues_in(uint64_t d0, uint64_t p, uint64_t a, uint64_t b)
@@ -114,6 +107,20 @@ double su_clock_read_ns(void)
 uint64_t su_self_cpu_ns(void)
 {
 	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+int su_pin_last_cpu(cpu_set_t *saved)
+{
+	cpu_set_t one;
+	if (sched_getaffinity(0, sizeof *saved, saved) != 0)
+		return -1;
+	int cpu = -1;
+	for (int c = CPU_SETSIZE - 1; c >= 0 && cpu < 0; c--)
+		if (CPU_ISSET(c, saved))
+			cpu = c;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	return sched_setaffinity(0, sizeof one, &one) == 0 ? cpu : -1;
 }
 
 size_t su_threads(pid_t *out, size_t max)

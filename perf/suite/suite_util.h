@@ -1,18 +1,19 @@
 /*
  * suite_util.h - small things the scenarios share: a seeded random generator
  * (splitmix64: the same seed, the same run), growable sample arrays with
- * quantiles, the dues of a period within a window, and the CPU time of one
- * thread of the process found by its thread id.
+ * quantiles, the dues of a period within a window, pinning to one CPU, and
+ * the CPU time of one thread of the process found by its thread id.
  */
 #ifndef TICKWHEEL_PERF_SUITE_UTIL_H
 #define TICKWHEEL_PERF_SUITE_UTIL_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-uint64_t su_rand(uint64_t *state);
+/* Draws of bench.h's bench_rng_next(): one generator for the whole kit. */
 uint64_t su_below(uint64_t *state, uint64_t n); /* 0 .. n-1; n > 0 */
 double su_uniform(uint64_t *state);             /* [0, 1) */
 /* How many of the dues d0 + k x p (k >= 0; p > 0) fall in (a, b]. */
@@ -35,6 +36,10 @@ void su_samples_free(struct su_samples *s);
 double su_clock_read_ns(void);
 /* The calling thread's CPU time, ns. */
 uint64_t su_self_cpu_ns(void);
+
+/* Pins the calling thread to the last CPU it may run on, after saving its
+ * affinity in saved (sched_setaffinity(0, ...) puts it back); that CPU, or -1. */
+int su_pin_last_cpu(cpu_set_t *saved);
 
 /* The ids of the process's threads now, up to max; how many there are. */
 size_t su_threads(pid_t *out, size_t max);

@@ -1,14 +1,19 @@
 /*
- * callgrind_mode.c - `bench-wheel --callgrind OP N [IMPL]`: sets up N timers,
- * then runs one kind of operation over all of them with callgrind collecting
- * only around that loop. Run it as
+ * callgrind_op.c - `tw-perf callgrind-op --op OP --tasks N --impl IMPL`: sets
+ * up N timers of the wheel or of a peer (bench.h's adapters, the ones `ops`
+ * times), then runs one kind of operation over all of them with callgrind
+ * collecting only around that loop. Run it as
  *   valgrind --tool=callgrind --collect-atstart=no --instr-atstart=no \
- *       ./bench-wheel --callgrind add 100000
- * and divide the `totals:` line of the callgrind.out file by the operation
- * count printed on stdout (callgrind.sh does both).
+ *       tw-perf callgrind-op --op add --tasks 100000
+ * and divide the `totals:` line of the callgrind.out file by the figure
+ * `operations` (perf/callgrind.sh does both). Outside valgrind it runs all
+ * the same, uninstrumented.
+ *
+ *   defaults: --tasks 100000, --impl wheel, --seed; --op is required:
+ *   add, cancel, reschedule, reset, expiry, expiry-short
  */
 #include "bench.h"
-#include "bench_modes.h"
+#include "suite.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +28,8 @@
 #define CALLGRIND_TOGGLE_COLLECT
 #endif
 
+#define OP_NAMES "add, cancel, reschedule, reset, expiry, expiry-short"
+
 enum callgrind_op { OP_ADD, OP_CANCEL, OP_RESCHEDULE, OP_RESET, OP_EXPIRY, OP_EXPIRY_SHORT };
 
 static const char *const op_names[] = { "add",   "cancel", "reschedule",
@@ -30,7 +37,7 @@ static const char *const op_names[] = { "add",   "cancel", "reschedule",
 
 static int find_op(const char *name)
 {
-	for (int i = 0; i < (int)(sizeof op_names / sizeof op_names[0]); i++)
+	for (int i = 0; name && i < (int)(sizeof op_names / sizeof op_names[0]); i++)
 		if (strcmp(op_names[i], name) == 0)
 			return i;
 	return -1;
@@ -83,28 +90,38 @@ static size_t run_op(const struct timer_impl *impl, void *set, const struct work
 	}
 }
 
-int run_callgrind_mode(int argc, char **argv, uint64_t seed)
+int scenario_callgrind_op(const struct suite_options *opt, struct report *r)
 {
-	int op = argc >= 2 ? find_op(argv[0]) : -1;
-	size_t n = argc >= 2 ? strtoul(argv[1], NULL, 10) : 0;
-	const struct timer_impl *impl = bench_find_impl(argc >= 3 ? argv[2] : "wheel");
-	if (op < 0 || n == 0 || n > UINT32_MAX || impl == NULL) {
-		fprintf(stderr, "usage: bench-wheel --callgrind OP N [IMPL]\n  OP: %s\n  IMPL:",
-			CALLGRIND_OPS);
-		for (size_t i = 0; bench_impls[i] != NULL; i++)
-			fprintf(stderr, " %s", bench_impls[i]->name);
-		fprintf(stderr, " (default wheel)\n");
+	int op = find_op(opt->op);
+	size_t n = opt->tasks ? opt->tasks : 100000;
+	const struct timer_impl *impl = bench_find_impl(opt->impl ? opt->impl : "wheel");
+	if (op < 0 || n > UINT32_MAX || impl == NULL) {
+		if (!opt->op)
+			fprintf(stderr, "tw-perf callgrind-op: --op OP is needed, OP one of %s\n",
+				OP_NAMES);
+		else if (op < 0)
+			fprintf(stderr, "tw-perf callgrind-op: --op '%s': one of %s\n", opt->op,
+				OP_NAMES);
+		else if (n > UINT32_MAX)
+			fprintf(stderr, "tw-perf callgrind-op: --tasks: at most %u timers\n",
+				UINT32_MAX);
+		else
+			fprintf(stderr,
+				"tw-perf callgrind-op: --impl '%s': not wheel nor a peer built in\n",
+				opt->impl);
 		return 2;
 	}
 #ifndef HAVE_CALLGRIND_H
-	fprintf(stderr, "built without <valgrind/callgrind.h>: nothing is instrumented\n");
+	report_note(r, "built without <valgrind/callgrind.h>: nothing was instrumented");
 #endif
+	report_param(r, "timers", (double)n);
+	report_param(r, "seed", (double)opt->seed);
 	struct workload wl;
 	void *set = NULL;
-	if (!workload_make(&wl, n, seed ^ n) || (set = impl->create(n)) == NULL) {
-		fprintf(stderr, "out of memory\n");
+	if (!workload_make(&wl, n, opt->seed ^ n) || (set = impl->create(n)) == NULL) {
+		fprintf(stderr, "tw-perf callgrind-op: out of memory\n");
 		workload_free(&wl);
-		return 1;
+		return 2;
 	}
 	prepare(impl, set, &wl, op);
 
@@ -115,10 +132,19 @@ int run_callgrind_mode(int argc, char **argv, uint64_t seed)
 	CALLGRIND_TOGGLE_COLLECT;
 	CALLGRIND_STOP_INSTRUMENTATION;
 
-	printf("callgrind: impl %s op %s n %zu ops %zu\n", impl->name, op_names[op], n, ops);
 	if (op != OP_CANCEL && op < OP_EXPIRY)
 		impl->cancel(set, wl.order[2], n); /* every timer idle before destroy */
 	impl->destroy(set);
 	workload_free(&wl);
-	return ops == n ? 0 : 1;
+	const char *name = impl == &wheel_impl ? "tickwheel" : impl->name;
+	report_add(r, name, "operations", (double)ops, "ops", BETTER_NEITHER);
+	report_note(r,
+		    "%s %s over %zu timers: instructions per operation = callgrind's totals / "
+		    "operations",
+		    impl->name, op_names[op], n);
+	if (ops != n) {
+		fprintf(stderr, "tw-perf callgrind-op: %zu operations, %zu expected\n", ops, n);
+		return 2;
+	}
+	return 0;
 }
