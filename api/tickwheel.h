@@ -695,7 +695,7 @@ enum {
  *
  * Cost: O(slots), the most tasks the engine has held at once (slots are
  * reused, never freed), read in order, plus visit's own time (perf/README.md
- * has the time per task, from bench-engine list).
+ * has the time per task, from tw-perf list).
  */
 static inline int tw_list(tw_engine *e, unsigned flags, tw_visit_fn visit, void *ctx)
 {

@@ -191,8 +191,8 @@ static inline struct tw_task *fetch_ahead(tw_engine *e, tw_id id)
  * Looks id up and runs op on its task under the task's lock. The task's line
  * is most likely a cache miss; a timed op reads the clock while it is on its
  * way: the precise clock's read is ordered (lfence; rdtsc), so read after the
- * load it would wait for the miss instead of overlapping it (bench-engine
- * ops measures the postpone at 1M tasks).
+ * load it would wait for the miss instead of overlapping it (tw-perf ops
+ * measures the postpone at 1M tasks).
  */
 static int with_task(tw_engine *e, tw_id id, task_op *op, uint64_t value, bool timed)
 {

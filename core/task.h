@@ -162,8 +162,8 @@ _Static_assert((TW_MAX_DELAY_MS >> 31) <= UINT16_MAX, "wide values fit");
  * cold parts in 5 lines), so the cold parts start on a line and tasks get
  * their home executor (which runs them when every executor is full) by
  * blocks of TASKS_PER_EXECUTOR_BLOCK neighbours: otherwise each run would
- * write lines that the other executors write too (bench-engine heartbeats
- * shows it in the lateness: perf/README.md, "Figures moved out of the code").
+ * write lines that the other executors write too (tw-perf heartbeats --tasks
+ * 100000 shows it in the lateness: perf/README.md, "Figures moved out of the code").
  */
 enum {
 	TABLE_CHUNK_BITS = 11,
