@@ -24,6 +24,7 @@
 
 #include "reference_model.h"
 #include "test_env.h"
+#include "test_util.h"
 #include "wheel.h"
 
 #define POW2(n) (UINT64_C(1) << (n))
@@ -42,10 +43,7 @@ struct rng {
 
 static uint64_t rng_next(struct rng *r)
 {
-	uint64_t z = (r->state += UINT64_C(0x9e3779b97f4a7c15));
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
+	return test_rng_next(&r->state);
 }
 
 /* Uniform enough in [0, n); the modulo bias does not matter here. */

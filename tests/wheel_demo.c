@@ -16,10 +16,10 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "test_util.h"
 #include "wheel.h"
 
-#define NSEC_PER_MS 1000000LL
-#define RUN_TICKS   3000 /* ms */
+#define RUN_TICKS 3000 /* ms */
 
 struct timer {
 	struct wheel_entry entry; /* first member: the entry's address is the timer's */
@@ -42,18 +42,10 @@ static struct timer timers[NTIMERS] = {
 
 static int64_t t0; /* ns of CLOCK_MONOTONIC at tick 0 */
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* Sleeps until tick on the 1 ms grid. */
 static void sleep_until_tick(uint64_t tick)
 {
-	int64_t ns = t0 + (int64_t)tick * NSEC_PER_MS;
+	int64_t ns = t0 + (int64_t)tick * (int64_t)NS_PER_MS;
 	struct timespec ts = { .tv_sec = ns / 1000000000LL, .tv_nsec = ns % 1000000000LL };
 	int rc;
 
@@ -69,9 +61,9 @@ static void sleep_until_tick(uint64_t tick)
 /* Whole ticks elapsed since t0. */
 static uint64_t current_tick(void)
 {
-	int64_t ns = mono_ns() - t0;
+	int64_t ns = (int64_t)test_now_ns() - t0;
 
-	return ns > 0 ? (uint64_t)(ns / NSEC_PER_MS) : 0;
+	return ns > 0 ? (uint64_t)(ns / (int64_t)NS_PER_MS) : 0;
 }
 
 int main(void)
@@ -84,7 +76,7 @@ int main(void)
 	/* Timer slack would add ~50 us to every clock_nanosleep wake-up. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 
-	t0 = (mono_ns() / NSEC_PER_MS + 2) * NSEC_PER_MS;
+	t0 = ((int64_t)test_now_ns() / (int64_t)NS_PER_MS + 2) * (int64_t)NS_PER_MS;
 	tw__wheel_init(&w, 0);
 	for (int i = 0; i < NTIMERS; i++) {
 		wheel_entry_init(&timers[i].entry);
@@ -112,7 +104,7 @@ int main(void)
 		while ((e = wheel_expire(&w, target)) != NULL) {
 			struct timer *t = (struct timer *)e;
 			uint64_t due = wheel_now(&w);
-			double at = (double)(mono_ns() - t0) / NSEC_PER_MS;
+			double at = (double)((int64_t)test_now_ns() - t0) / (int64_t)NS_PER_MS;
 			double late = at - (double)due;
 
 			fires++;

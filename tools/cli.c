@@ -1,5 +1,6 @@
 /* cli.c - see cli.h. */
 #include "cli.h"
+#include "measure.h"
 
 #include "tickwheel.h"
 
@@ -152,8 +153,6 @@ double cli_real(const char *prog, const char *option, const char *text, double a
 		cli_bad_value(prog, option, text, "%s", why);
 	return x;
 }
-
-#define NS_PER_MS UINT64_C(1000000)
 
 /* "1ms", "90s", "2h": ms as short as it goes exactly. */
 static const char *ms_text(uint64_t ms, char *buf, size_t size)

@@ -14,6 +14,8 @@
 
 #include "tickwheel.h"
 
+#define NS_PER_MS UINT64_C(1000000)
+
 enum { LATENESS_BUCKETS = 20000 }; /* 1 us each: 20 ms, then one overflow bucket */
 
 struct lateness {

@@ -36,8 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NS_PER_MS UINT64_C(1000000)
-
 struct options {
 	uint64_t tasks, period_lo_ns, period_hi_ns, duration_ns, executors, floor_ns;
 	const char *json, *plot;

@@ -13,7 +13,6 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-enum { NS_PER_MS = 1000000 };
 
 static int compare_i64(const void *a, const void *b)
 {

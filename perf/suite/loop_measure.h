@@ -11,13 +11,12 @@
 #define TICKWHEEL_PERF_LOOP_MEASURE_H
 
 #include "loops.h"
+#include "measure.h"
 #include "plot.h"
 #include "report.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-#define NS_PER_MS UINT64_C(1000000)
 
 /* tickwheel, then each peer wanted by opt; returns how many (at most 4). */
 size_t loops_wanted(const struct suite_options *opt, const struct loop_impl **out);

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../test_util.h"
 #include "tickwheel.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -35,18 +36,9 @@
 #define assert_no_leaks() ((void)0)
 #endif
 
-#define NS_PER_MS UINT64_C(1000000)
-
 /* How long a test waits for something that must happen "soon" before it
  * declares failure: long enough for a slow, loaded machine. */
 enum { WAIT_LIMIT_MS = 10000 };
-
-static inline uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static inline void sleep_ms(unsigned ms)
 {
@@ -187,9 +179,9 @@ static inline uint64_t manual_now_at(tw_engine *e, int line)
 /* Polls until *v == want or WAIT_LIMIT_MS passed; says whether it got there. */
 static inline bool wait_eq(_Atomic uint64_t *v, uint64_t want)
 {
-	uint64_t deadline = mono_ns() + WAIT_LIMIT_MS * NS_PER_MS;
+	uint64_t deadline = test_now_ns() + WAIT_LIMIT_MS * NS_PER_MS;
 	while (atomic_load(v) != want) {
-		if (mono_ns() > deadline)
+		if (test_now_ns() > deadline)
 			return false;
 		sleep_ms(1);
 	}
@@ -198,9 +190,9 @@ static inline bool wait_eq(_Atomic uint64_t *v, uint64_t want)
 
 static inline bool wait_ge(_Atomic uint64_t *v, uint64_t want)
 {
-	uint64_t deadline = mono_ns() + WAIT_LIMIT_MS * NS_PER_MS;
+	uint64_t deadline = test_now_ns() + WAIT_LIMIT_MS * NS_PER_MS;
 	while (atomic_load(v) < want) {
-		if (mono_ns() > deadline)
+		if (test_now_ns() > deadline)
 			return false;
 		sleep_ms(1);
 	}

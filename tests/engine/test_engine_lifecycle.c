@@ -438,9 +438,9 @@ struct opener {
 static void *open_when_stopping(void *arg)
 {
 	struct opener *o = arg;
-	uint64_t deadline = mono_ns() + WAIT_LIMIT_MS * NS_PER_MS;
+	uint64_t deadline = test_now_ns() + WAIT_LIMIT_MS * NS_PER_MS;
 	tw_task_info info;
-	while (mono_ns() < deadline) {
+	while (test_now_ns() < deadline) {
 		if (tw_get(o->engine, o->id, &info) == TW_OK && info.state == TW_STOPPED) {
 			o->saw_shutdown = true;
 			break;

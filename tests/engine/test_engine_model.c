@@ -43,11 +43,11 @@
 #include <time.h>
 
 #include "../test_env.h"
+#include "../test_util.h"
 #include "engine_model.h"
 #include "tickwheel.h"
 
-#define NS_PER_MS UINT64_C(1000000)
-#define MAX       TW_MAX_DELAY_MS
+#define MAX TW_MAX_DELAY_MS
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SLOW_BUILD 1
@@ -132,16 +132,9 @@ struct rng {
 	uint64_t state;
 };
 
-static uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
 static uint64_t rng_next(struct rng *r)
 {
-	return mix64(r->state += UINT64_C(0x9e3779b97f4a7c15));
+	return test_rng_next(&r->state);
 }
 
 static uint64_t below(struct rng *r, uint64_t n)
@@ -337,9 +330,7 @@ static _Atomic int g_stop_rc;
 
 static double now_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return (double)test_now_ns() * 1e-9;
 }
 
 static bool sem_wait_ms(sem_t *s, unsigned ms)
@@ -940,7 +931,7 @@ static bool hold_pending(const struct model *m)
 
 static void remember_id(struct run *r, tw_id id)
 {
-	size_t mask = r->ids_cap - 1, i = (size_t)mix64(id) & mask;
+	size_t mask = r->ids_cap - 1, i = (size_t)test_mix64(id) & mask;
 	while (r->ids_seen[i]) {
 		if (r->ids_seen[i] == id)
 			fail_at(r, "add", "tw_add returned id %" PRIu64 " a second time", id);
@@ -1534,7 +1525,7 @@ static void plan_run(struct model *m, uint32_t label, uint64_t run, struct model
 	unsigned f = r->features;
 	static const unsigned fail_pm[8] = { 0, 0, 0, 100, 300, 600, 900, 1000 };
 	static const unsigned act_pm[4] = { 0, 150, 400, 700 };
-	uint64_t h = mix64(t->plan_seed ^ mix64(run));
+	uint64_t h = test_mix64(t->plan_seed ^ test_mix64(run));
 	bool oneshot = t->period == 0;
 	plan->fail = h % 1000 < fail_pm[t->plan_seed & 7];
 	if (oneshot && !(f & F_FAIL_ONCE))

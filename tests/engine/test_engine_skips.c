@@ -72,9 +72,10 @@ static int slow_callback(const tw_fire *fire, void *arg)
 	uint64_t last = atomic_exchange(&s->last_due, fire->due_ns);
 	if (last && s->period_ns && fire->due_ns - last != (fire->skipped + 1) * s->period_ns)
 		atomic_fetch_add(&s->bad, 1);
-	uint64_t deadline = mono_ns() + 30000 * NS_PER_MS;
+	uint64_t deadline = test_now_ns() + 30000 * NS_PER_MS;
 	uint64_t now;
-	while ((now = atomic_load(s->clock)) != UINT64_MAX && now < until && mono_ns() < deadline)
+	while ((now = atomic_load(s->clock)) != UINT64_MAX && now < until &&
+	       test_now_ns() < deadline)
 		sleep_ms(1);
 	atomic_fetch_sub(&s->in_flight, 1);
 	return 0;
@@ -165,9 +166,9 @@ Test(skips, real_clock_slow_serial_task_accounts_for_every_gap)
 	/* Each run waits for the test's clock to move: it is at least 3 ms long. */
 	s.hold = 1;
 	while (atomic_load(&s.runs) < 10) {
-		uint64_t deadline = mono_ns() + WAIT_LIMIT_MS * NS_PER_MS;
+		uint64_t deadline = test_now_ns() + WAIT_LIMIT_MS * NS_PER_MS;
 		uint64_t seen = atomic_load(&s.runs);
-		while (atomic_load(&s.runs) == seen && mono_ns() < deadline)
+		while (atomic_load(&s.runs) == seen && test_now_ns() < deadline)
 			sleep_ms(1);
 		cr_assert_neq(atomic_load(&s.runs), seen, "no run within %d ms",
 			      (int)WAIT_LIMIT_MS);

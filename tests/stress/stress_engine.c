@@ -38,6 +38,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "../test_util.h"
 #include "tickwheel.h"
 
 #include <inttypes.h>
@@ -146,25 +147,10 @@ static void fail(const char *fmt, ...)
 
 /* ---- helpers ---- */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void sleep_us(unsigned us)
 {
 	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
 	nanosleep(&ts, NULL);
-}
-
-static uint64_t splitmix(uint64_t *state)
-{
-	uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
 }
 
 /* One generator per thread, executors included; seeded on first use. */
@@ -178,7 +164,7 @@ static unsigned rnd(unsigned n)
 			    (atomic_fetch_add(&seed_counter, 1) * UINT64_C(0x2545f4914f6cdd1d));
 		rng_seeded = true;
 	}
-	return (unsigned)(splitmix(&rng_state) % n);
+	return (unsigned)(test_rng_next(&rng_state) % n);
 }
 
 static void atomic_max(_Atomic uint64_t *a, uint64_t v)
@@ -437,9 +423,9 @@ static int list_tasks(struct phase *ph)
 		     want);
 	atomic_fetch_add(&ph->walks, 1);
 	atomic_fetch_add(&ph->visits, w.visits);
-	uint64_t deadline = now_ns() + UINT64_C(5000000000);
+	uint64_t deadline = test_now_ns() + UINT64_C(5000000000);
 	for (size_t i = 0; i < w.unknowns; i++) {
-		while (!id_known(ph, w.unknown[i]) && now_ns() < deadline)
+		while (!id_known(ph, w.unknown[i]) && test_now_ns() < deadline)
 			sleep_us(100);
 		if (!id_known(ph, w.unknown[i]))
 			fail("%s: tw_list visited id %" PRIu64 ", which tw_add never handed out",
@@ -554,7 +540,7 @@ static void self_op(struct phase *ph, struct rec *r, tw_id id)
 
 static int callback(const tw_fire *fire, void *arg)
 {
-	uint64_t entered = now_ns();
+	uint64_t entered = test_now_ns();
 	struct rec *r = arg;
 	if (r->magic != REC_MAGIC) {
 		fail("callback: arg %p is not a record", arg);
@@ -759,7 +745,7 @@ static void note_running(struct phase *ph)
 
 static void run_phase(struct phase *ph, struct totals *sum)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = test_now_ns();
 	ph->pool = calloc(ph->pool_size, sizeof *ph->pool);
 	for (ph->known_mask = 1023; ph->known_mask < 2 * ph->pool_size;)
 		ph->known_mask = ph->known_mask * 2 + 1;
@@ -867,7 +853,7 @@ static void run_phase(struct phase *ph, struct totals *sum)
 		       atomic_load(&ph->running_at_stop));
 	printf("stress:   %s: %" PRIu64 " tw_list walks, %" PRIu64 " tasks visited\n", ph->name,
 	       atomic_load(&ph->walks), atomic_load(&ph->visits));
-	printf("stress:   %s: %.2f s\n", ph->name, (double)(now_ns() - t0) / 1e9);
+	printf("stress:   %s: %.2f s\n", ph->name, (double)(test_now_ns() - t0) / 1e9);
 	free(ph->pool);
 	free(ph->known);
 }
@@ -882,7 +868,7 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0); /* lines in order with the reports on stderr */
 	const char *seed = getenv("STRESS_SEED");
-	base_seed = seed ? strtoull(seed, NULL, 0) : now_ns();
+	base_seed = seed ? strtoull(seed, NULL, 0) : test_now_ns();
 	const char *loose = getenv("STRESS_LOOSE_CANCEL");
 	loose_cancel = loose && *loose && strcmp(loose, "0");
 	printf("stress: seed %" PRIu64 ", %.1f s of churn%s\n", base_seed, seconds,
