@@ -13,7 +13,6 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-
 static int compare_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
