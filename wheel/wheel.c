@@ -133,9 +133,8 @@ static __attribute__((noinline)) void schedule_window(struct wheel *w, unsigned 
 }
 
 /* The slot's first entry: its occupancy bit, and above level 0 its window's
- * work. Out of line, so that filing in an occupied slot stays short. */
-static __attribute__((noinline)) void slot_filled(struct wheel *w, const struct wheel_entry *e,
-						  unsigned level)
+ * work. */
+static void slot_filled(struct wheel *w, const struct wheel_entry *e, unsigned level)
 {
 	mark_occupied(w, e->slot->index);
 	if (level)
@@ -155,8 +154,8 @@ static inline __attribute__((always_inline)) void file_at(struct wheel *w, struc
 		slot_filled(w, e, level);
 }
 
-/* Levels 2 and up: out of line, as few adds go that far. */
-static __attribute__((noinline)) void file_upper(struct wheel *w, struct wheel_entry *e)
+/* Levels 2 and up (few adds go that far). */
+static void file_upper(struct wheel *w, struct wheel_entry *e)
 {
 	for (unsigned level = 2; level < TOP; level++) {
 		if (e->due < w->limit[level]) {
