@@ -121,6 +121,8 @@ void bench_shuffle_u32(uint32_t *a, size_t n, uint64_t *state);
 
 double bench_median(double *v, size_t n); /* sorts v in place */
 /* Value at quantile q (0..1) of v sorted ascending. */
+/* Ascending order. */
+void bench_sort_doubles(double *v, size_t n);
 double bench_quantile_sorted(const double *v, size_t n, double q);
 /* Bytes of the process heap in use (malloc'ed, mmapped blocks included);
  * under jemalloc, those this thread allocated minus those it freed. */

@@ -90,9 +90,14 @@ static int compare_doubles(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-double bench_median(double *v, size_t n)
+void bench_sort_doubles(double *v, size_t n)
 {
 	qsort(v, n, sizeof *v, compare_doubles);
+}
+
+double bench_median(double *v, size_t n)
+{
+	bench_sort_doubles(v, n);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

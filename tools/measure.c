@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -161,4 +162,15 @@ size_t deviations_points(struct deviations *d, double *x_us, double *y, size_t m
 		y[n] = (double)atomic_load_explicit(&d->bin[i], memory_order_relaxed);
 	}
 	return n;
+}
+
+static int compare_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+void sort_i64(int64_t *v, size_t n)
+{
+	qsort(v, n, sizeof *v, compare_i64);
 }

@@ -50,6 +50,9 @@ static inline uint64_t engine_memory_bytes(tw_engine *e)
 	return tw_stats(e, &st) == TW_OK ? st.memory_bytes : 0;
 }
 
+/* Ascending order. */
+void sort_i64(int64_t *v, size_t n);
+
 uint64_t monotonic_now_ns(void);
 /* Sleeps until CLOCK_MONOTONIC reaches ns; a signal does not end it early. */
 void monotonic_sleep_until(uint64_t ns);

@@ -13,12 +13,6 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-static int compare_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
 /* late[i]: how late the wake-up for grid time i ms after the first one came. */
 static int wake_on_grid(int64_t *late, size_t n)
 {
@@ -68,7 +62,7 @@ static void summarise_intervals(const int64_t *late, size_t n, uint64_t lo_ms, u
 	double mean = sum / (double)out->intervals;
 	double variance = sum_squares / (double)out->intervals - mean * mean;
 	out->interval_sd_us = sqrt(variance > 0 ? variance : 0) / 1e3;
-	qsort(off, out->intervals, sizeof *off, compare_i64);
+	sort_i64(off, out->intervals);
 	for (size_t i = out->intervals; i > 0 && off[i - 1] > 1000000; i--)
 		out->intervals_over_1ms++;
 	out->interval_off_p50_us = quantile_us(off, out->intervals, 0.5);
@@ -102,7 +96,7 @@ int wake_floor_measure(double seconds, uint64_t lo_ms, uint64_t hi_ms, struct wa
 	if (rc == 0) {
 		out->wakes = n;
 		summarise_intervals(late, n, lo_ms, hi_ms, off, out);
-		qsort(late, n, sizeof *late, compare_i64);
+		sort_i64(late, n);
 		out->lateness_p50_us = quantile_us(late, n, 0.5);
 		out->lateness_p99_us = quantile_us(late, n, 0.99);
 		out->lateness_max_us = quantile_us(late, n, 1);

@@ -18,15 +18,9 @@ uint64_t ceil_ms_ns(uint64_t ns)
 	return (ns + NS_PER_MS - 1) / NS_PER_MS * NS_PER_MS;
 }
 
-static int compare_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
 void lateness_sort(int64_t *ns, size_t n)
 {
-	qsort(ns, n, sizeof *ns, compare_i64);
+	sort_i64(ns, n);
 }
 
 double lateness_quantile_us(const int64_t *sorted, size_t n, double p)

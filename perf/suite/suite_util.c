@@ -60,21 +60,14 @@ void su_push(struct su_samples *s, double x)
 	s->sorted = false;
 }
 
-static int by_value(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 double su_quantile(struct su_samples *s, double p)
 {
 	if (!s->n)
 		return 0;
 	if (!s->sorted)
-		qsort(s->v, s->n, sizeof *s->v, by_value);
+		bench_sort_doubles(s->v, s->n);
 	s->sorted = true;
-	size_t i = (size_t)(p * (double)(s->n - 1) + 0.5);
-	return s->v[i < s->n ? i : s->n - 1];
+	return bench_quantile_sorted(s->v, s->n, p);
 }
 
 void su_samples_free(struct su_samples *s)
