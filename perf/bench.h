@@ -118,6 +118,8 @@ uint64_t bench_rng_next(uint64_t *state);
 /* Uniform in [0, bound), bound > 0. */
 uint32_t bench_rng_below(uint64_t *state, uint32_t bound);
 void bench_shuffle_u32(uint32_t *a, size_t n, uint64_t *state);
+/* A random permutation of 0 .. n-1 (malloc'd; NULL: out of memory). */
+uint32_t *bench_permutation(size_t n, uint64_t *state);
 
 double bench_median(double *v, size_t n); /* sorts v in place */
 /* Value at quantile q (0..1) of v sorted ascending. */

@@ -33,7 +33,7 @@ void bench_shuffle_u32(uint32_t *a, size_t n, uint64_t *state)
 	}
 }
 
-static uint32_t *random_permutation(size_t n, uint64_t *state)
+uint32_t *bench_permutation(size_t n, uint64_t *state)
 {
 	uint32_t *a = malloc(n * sizeof *a);
 	if (a == NULL)
@@ -60,7 +60,7 @@ bool workload_make(struct workload *wl, size_t n, uint64_t seed)
 	memset(wl, 0, sizeof *wl);
 	wl->n = n;
 	for (size_t k = 0; k < 3; k++)
-		if ((wl->order[k] = random_permutation(n, &state)) == NULL)
+		if ((wl->order[k] = bench_permutation(n, &state)) == NULL)
 			goto fail;
 	for (size_t k = 0; k < 2; k++)
 		if ((wl->delay[k] = random_delays(n, BENCH_MAX_DELAY_MS, &state)) == NULL)

@@ -170,7 +170,7 @@ static int run_one(const struct loop_impl *impl, const struct suite_options *opt
 	uint64_t first = ceil_ms_ns(monotonic_now_ns()) + shape->lead_ms * NS_PER_MS;
 	uint64_t rng = opt->seed;
 	for (size_t i = 0; i < n; i++)
-		b->due_ns[i] = first + su_below(&rng, shape->spread_ms) * NS_PER_MS;
+		b->due_ns[i] = first + bench_rng_below(&rng, shape->spread_ms) * NS_PER_MS;
 	if (b->timers > n)
 		b->due_ns[n] = first - shape->busy_lead_ms * NS_PER_MS;
 	uint64_t t0 = monotonic_now_ns();

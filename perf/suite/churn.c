@@ -55,8 +55,8 @@ static uint64_t draw_period_ms(struct churn *c)
 
 static void reschedule_one(struct churn *c)
 {
-	size_t i = c->order[su_below(&c->rng, c->n / 3)];
-	unsigned what = (unsigned)su_below(&c->rng, 3);
+	size_t i = c->order[bench_rng_below(&c->rng, c->n / 3)];
+	unsigned what = (unsigned)bench_rng_below(&c->rng, 3);
 	if (what != 1) {
 		uint64_t p = draw_period_ms(c);
 		c->failed += tw_set_period(c->e, c->ids[i], p) != TW_OK;
@@ -64,7 +64,7 @@ static void reschedule_one(struct churn *c)
 		c->set_period++;
 	}
 	if (what != 0) {
-		uint64_t delay = 1 + su_below(&c->rng, c->period_ms[i]);
+		uint64_t delay = 1 + bench_rng_below(&c->rng, c->period_ms[i]);
 		c->failed += tw_set_delay(c->e, c->ids[i], delay) != TW_OK;
 		c->set_delay++;
 	}
@@ -105,7 +105,7 @@ static int populate(struct churn *c)
 	for (size_t i = 0; i < c->n; i++) {
 		uint64_t p = draw_period_ms(c);
 		c->period_ms[i] = (uint32_t)p;
-		tw_task_spec spec = { .delay_ms = 1 + su_below(&c->rng, p),
+		tw_task_spec spec = { .delay_ms = 1 + bench_rng_below(&c->rng, p),
 				      .period_ms = p,
 				      .callback = nothing };
 		int rc = tw_add(c->e, &spec, &c->ids[i]);
@@ -189,7 +189,7 @@ int scenario_churn(const struct suite_options *opt, struct report *r)
 
 	c.ids = malloc(c.n * sizeof *c.ids);
 	c.period_ms = malloc(c.n * sizeof *c.period_ms);
-	c.order = su_permutation(c.n, &c.rng);
+	c.order = bench_permutation(c.n, &c.rng);
 	pid_t before[MAX_THREADS];
 	size_t nbefore = su_threads(before, MAX_THREADS);
 	tw_config cfg;

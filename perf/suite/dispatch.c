@@ -145,7 +145,7 @@ static bool add_shuffled(struct dispatch *d, tw_engine *e, struct user_state *st
 {
 	tw_id *ids = malloc(d->n * sizeof *ids);
 	uint64_t rng = d->opt->seed;
-	uint32_t *order = ids ? su_permutation(d->n, &rng) : NULL;
+	uint32_t *order = ids ? bench_permutation(d->n, &rng) : NULL;
 	tw_task_spec spec = { .delay_ms = 2,
 			      .period_ms = 1,
 			      .callback = state ? touching_callback : empty_callback };

@@ -74,9 +74,9 @@ static struct beats *beats_new(const struct params *p)
 	size_t room = 0;
 	for (size_t i = 0; i < b->count; i++) {
 		struct beat *t = &b->beat[i];
-		uint64_t period = p->lo_ms + su_below(&rng, p->hi_ms - p->lo_ms + 1);
+		uint64_t period = p->lo_ms + bench_rng_below(&rng, p->hi_ms - p->lo_ms + 1);
 		t->period_ns = b->iv[i].period_ns = period * NS_PER_MS;
-		t->first_due_ns = su_below(&rng, period) * NS_PER_MS;
+		t->first_due_ns = bench_rng_below(&rng, period) * NS_PER_MS;
 		t->cap = (size_t)(p->seconds * 1000 / (double)period) + 3;
 		room += t->cap;
 	}

@@ -29,10 +29,10 @@
 /* lo .. hi inclusive. */
 static uint32_t uniform(uint64_t *state, uint32_t lo, uint32_t hi)
 {
-	return lo + (uint32_t)su_below(state, (uint64_t)hi - lo + 1);
+	return lo + bench_rng_below(state, hi - lo + 1);
 }
 
-static void workload_free(struct workload *wl)
+static void icount_workload_free(struct icount_workload *wl)
 {
 	for (size_t k = 0; k < 3; k++)
 		free(wl->order[k]);
@@ -43,7 +43,7 @@ static void workload_free(struct workload *wl)
 	free(wl->soon);
 }
 
-static bool workload_make(struct workload *wl, size_t n, uint64_t seed)
+static bool icount_workload_make(struct icount_workload *wl, size_t n, uint64_t seed)
 {
 	uint64_t state = seed;
 	memset(wl, 0, sizeof *wl);
@@ -76,11 +76,11 @@ static bool workload_make(struct workload *wl, size_t n, uint64_t seed)
 
 #ifdef HAVE_CALLGRIND_H
 
-static int wheel_phases(const struct workload *shared)
+static int wheel_phases(const struct icount_workload *shared)
 {
 	/* A copy no other function can see, so that the loops keep its arrays in
 	 * registers: the gate counts the loops' own instructions too. */
-	const struct workload copy = *shared, *wl = &copy;
+	const struct icount_workload copy = *shared, *wl = &copy;
 	size_t n = wl->n;
 	struct wheel *w = malloc(sizeof *w);
 	struct wheel_entry *entries = malloc(n * sizeof *entries);
@@ -141,11 +141,11 @@ int scenario_icount(const struct suite_options *opt, struct report *r)
 		fprintf(stderr, "tw-perf icount: --tasks %zu: needs 2 .. %u\n", n, UINT32_MAX / 2);
 		return 2;
 	}
-	struct workload wl = { 0 };
+	struct icount_workload wl = { 0 };
 	tw_id *ids = malloc(n * sizeof *ids);
-	if (!ids || !workload_make(&wl, n, opt->seed)) {
+	if (!ids || !icount_workload_make(&wl, n, opt->seed)) {
 		free(ids);
-		workload_free(&wl);
+		icount_workload_free(&wl);
 		fprintf(stderr, "tw-perf icount: out of memory\n");
 		return 2;
 	}
@@ -157,7 +157,7 @@ int scenario_icount(const struct suite_options *opt, struct report *r)
 		rc = icount_dispatch_phase(&wl, ids);
 	CALLGRIND_STOP_INSTRUMENTATION;
 	free(ids);
-	workload_free(&wl);
+	icount_workload_free(&wl);
 	if (rc)
 		return rc;
 
@@ -175,7 +175,7 @@ int scenario_icount(const struct suite_options *opt, struct report *r)
 
 int scenario_icount(const struct suite_options *opt, struct report *r)
 {
-	(void)opt, (void)r, (void)workload_make, (void)workload_free;
+	(void)opt, (void)r, (void)icount_workload_make, (void)icount_workload_free;
 	fprintf(stderr, "tw-perf icount: built without <valgrind/callgrind.h> (Debian: valgrind); "
 			"install it and rebuild\n");
 	return 2;

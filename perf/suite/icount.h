@@ -25,7 +25,7 @@ enum {
 
 /* Each loop visits the entries in its own permutation, so that no operation
  * finds its neighbours hot from the one before (as in `ops`). */
-struct workload {
+struct icount_workload {
 	size_t n;
 	uint32_t *order[3];
 	uint32_t *delay[2]; /* 2 .. MAX_DELAY_MS: room for an earlier due */
@@ -58,8 +58,8 @@ static inline void phase_end(struct phase *p)
 /* The engine's phases (icount_engine.c): add, postpone, postpone in batches,
  * reschedule earlier, cancel; then the dispatch of K one-shots. 0, or 2 after
  * saying why. */
-int icount_engine_phases(const struct workload *wl, tw_id *ids);
-int icount_dispatch_phase(const struct workload *wl, tw_id *ids);
+int icount_engine_phases(const struct icount_workload *wl, tw_id *ids);
+int icount_dispatch_phase(const struct icount_workload *wl, tw_id *ids);
 #endif
 
 #endif

@@ -43,7 +43,7 @@ static tw_engine *manual_engine(size_t n)
  * with `rep stosb` on CPUs that have ERMS and callgrind counts per byte: the
  * figure would then depend on the CPU more than on the engine's code.
  */
-static bool recycle_slots(tw_engine *e, const struct workload *wl, tw_id *ids)
+static bool recycle_slots(tw_engine *e, const struct icount_workload *wl, tw_id *ids)
 {
 	bool fine = true;
 	for (size_t i = 0; i < wl->n; i++) {
@@ -62,11 +62,11 @@ static bool recycle_slots(tw_engine *e, const struct workload *wl, tw_id *ids)
 
 /* add, postpone, reschedule earlier, cancel: each ends with the wheel thread
  * having applied what the operations mailed it. */
-int icount_engine_phases(const struct workload *shared, tw_id *ids)
+int icount_engine_phases(const struct icount_workload *shared, tw_id *ids)
 {
 	/* A copy no other function can see, so that the loops keep its arrays in
 	 * registers: the gate counts the loops' own instructions too. */
-	const struct workload copy = *shared, *wl = &copy;
+	const struct icount_workload copy = *shared, *wl = &copy;
 	size_t n = wl->n;
 	tw_engine *e = manual_engine(n);
 	if (!e)
@@ -135,7 +135,7 @@ int icount_engine_phases(const struct workload *shared, tw_id *ids)
 
 /* K one-shots due within a second, one advance over all of them: the wheel's
  * expiry, the hand-over, the run on an executor and the completion. */
-int icount_dispatch_phase(const struct workload *wl, tw_id *ids)
+int icount_dispatch_phase(const struct icount_workload *wl, tw_id *ids)
 {
 	size_t n = wl->n;
 	tw_engine *e = manual_engine(n);

@@ -82,7 +82,8 @@ static void *reset_main(void *arg)
 	while (!atomic_load_explicit(&r->quit, memory_order_relaxed)) {
 		uint64_t t0 = monotonic_now_ns();
 		for (int i = 0; i < RESET_BATCH; i++)
-			r->bad += tw_set_delay(r->e, r->ids[su_below(&rng, r->n)], MIN_MS) != TW_OK;
+			r->bad += tw_set_delay(r->e, r->ids[bench_rng_below(&rng, r->n)], MIN_MS) !=
+				  TW_OK;
 		atomic_fetch_add_explicit(&r->ns, monotonic_now_ns() - t0, memory_order_relaxed);
 		atomic_fetch_add_explicit(&r->ops, RESET_BATCH, memory_order_relaxed);
 	}
@@ -222,7 +223,7 @@ int scenario_list(const struct suite_options *opt, struct report *r)
 	int rc = ids ? tw_engine_create(&cfg, &x.e) : -TW_ENOMEM;
 	uint64_t rng = opt->seed;
 	for (size_t i = 0; rc == TW_OK && i < x.n; i++) {
-		tw_task_spec spec = { .delay_ms = MIN_MS + su_below(&rng, SPAN_MS),
+		tw_task_spec spec = { .delay_ms = MIN_MS + bench_rng_below(&rng, SPAN_MS),
 				      .callback = empty_callback };
 		rc = tw_add(x.e, &spec, &ids[i]);
 	}

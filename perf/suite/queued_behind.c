@@ -94,7 +94,7 @@ int scenario_queued_behind(const struct suite_options *opt, struct report *r)
 	}
 	uint64_t rng = opt->seed, due = 0, added = monotonic_now_ns();
 	for (size_t i = 0; !rc && i < n; i++) {
-		uint64_t delay = DELAY_LO_MS + su_below(&rng, DELAY_HI_MS - DELAY_LO_MS + 1);
+		uint64_t delay = DELAY_LO_MS + bench_rng_below(&rng, DELAY_HI_MS - DELAY_LO_MS + 1);
 		tw_task_spec spec = { .delay_ms = delay,
 				      .period_ms = PERIOD_MS,
 				      .callback = count_run,

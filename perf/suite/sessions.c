@@ -99,7 +99,7 @@ static void *resetter_main(void *arg)
 			continue;
 		}
 		tw_id failed[BATCH];
-		unsigned nfailed = 0, alone = (unsigned)su_below(&w->rng, BATCH);
+		unsigned nfailed = 0, alone = (unsigned)bench_rng_below(&w->rng, BATCH);
 		uint64_t t0 = monotonic_now_ns(), ta = 0, tb = 0;
 		for (unsigned k = 0; k < BATCH; k++) {
 			tw_id id = w->seq[pos];
@@ -178,7 +178,7 @@ int scenario_sessions(const struct suite_options *opt, struct report *r)
 	tw_engine *e = NULL;
 	uint64_t rng = opt->seed;
 	tw_id *ids = malloc(c.n * sizeof *ids);
-	uint32_t *order = su_permutation(c.n, &rng);
+	uint32_t *order = bench_permutation(c.n, &rng);
 	struct lateness *late = calloc(1, sizeof *late);
 	struct resetter *w = calloc(c.threads, sizeof *w);
 	int rc = !ids || !order || !late || !w ? -TW_ENOMEM : tw_engine_create(&cfg, &e);

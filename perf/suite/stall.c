@@ -251,11 +251,11 @@ int scenario_stall(const struct suite_options *opt, struct report *r)
 	int rc = tasks ? tw_engine_create(&cfg, &e) : -TW_ENOMEM;
 	for (size_t i = 0; !rc && i < n; i++) {
 		struct task *t = &tasks[i];
-		uint64_t p = lo + su_below(&rng, hi - lo + 1);
+		uint64_t p = lo + bench_rng_below(&rng, hi - lo + 1);
 		t->period_ns = p * MS;
 		t->cap = (BEFORE_MS + STOP_MS + AFTER_MS + 1000) / p + 4;
 		t->runs = malloc(t->cap * sizeof *t->runs);
-		tw_task_spec spec = { .delay_ms = 1 + su_below(&rng, p),
+		tw_task_spec spec = { .delay_ms = 1 + bench_rng_below(&rng, p),
 				      .period_ms = p,
 				      .callback = record,
 				      .arg = t };

@@ -9,12 +9,6 @@
 #include <time.h>
 #include <unistd.h>
 
-uint64_t su_below(uint64_t *state, uint64_t n)
-{
-	/* Modulo bias is below n / 2^64: nothing a benchmark can see. */
-	return bench_rng_next(state) % n;
-}
-
 double su_uniform(uint64_t *state)
 {
 	return (double)(bench_rng_next(state) >> 11) * 0x1.0p-53;
@@ -26,22 +20,6 @@ uint64_t su_dues_in(uint64_t d0, uint64_t p, uint64_t a, uint64_t b)
 		return 0;
 	uint64_t first = a < d0 ? 0 : (a - d0) / p + 1, last = (b - d0) / p;
 	return last >= first ? last - first + 1 : 0;
-}
-
-uint32_t *su_permutation(size_t n, uint64_t *state)
-{
-	uint32_t *p = malloc((n ? n : 1) * sizeof *p);
-	if (!p)
-		return NULL;
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint32_t)i;
-	for (size_t i = n; i > 1; i--) {
-		size_t j = su_below(state, i);
-		uint32_t t = p[i - 1];
-		p[i - 1] = p[j];
-		p[j] = t;
-	}
-	return p;
 }
 
 void su_push(struct su_samples *s, double x)

@@ -7,19 +7,19 @@
 #ifndef TICKWHEEL_PERF_SUITE_UTIL_H
 #define TICKWHEEL_PERF_SUITE_UTIL_H
 
+#include "bench.h"
+
 #include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Draws of bench.h's bench_rng_next(): one generator for the whole kit. */
-uint64_t su_below(uint64_t *state, uint64_t n); /* 0 .. n-1; n > 0 */
-double su_uniform(uint64_t *state);             /* [0, 1) */
+/* Draws of bench.h's bench_rng_next(), as bench_rng_below and bench_permutation: one
+ * generator for the whole kit. */
+double su_uniform(uint64_t *state); /* [0, 1) */
 /* How many of the dues d0 + k x p (k >= 0; p > 0) fall in (a, b]. */
 uint64_t su_dues_in(uint64_t d0, uint64_t p, uint64_t a, uint64_t b);
-/* A random permutation of 0 .. n-1 (malloc'd; NULL: out of memory). */
-uint32_t *su_permutation(size_t n, uint64_t *state);
 
 struct su_samples {
 	double *v;
