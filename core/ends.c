@@ -28,16 +28,14 @@ void tw__drop_taken(struct tw_engine *e, const struct firing *f)
 	struct tw_task *task = f->task;
 	tw__task_lock(task);
 	if (!task_has_trait(task, TRAIT_DROP)) { /* else counted by tw_pause or tw_cancel */
-		bump_skips(&task_cold(task)->skipped_missed, 1);
-		add_skipped(task, 1);
+		task_skip(task, &task_cold(task)->skipped_missed, 1);
 	}
 	add_skipped(task, f->skipped);
 	bump(&e->skipped_missed); /* the stopper's alone: the wheel thread is gone */
 	/* the firing that waited for this one goes with it */
 	if (task->rerun) {
 		task->rerun = false;
-		bump_skips(&task_cold(task)->skipped_missed, 1);
-		add_skipped(task, 1);
+		task_skip(task, &task_cold(task)->skipped_missed, 1);
 		bump(&e->skipped_missed);
 	}
 	task_put_traits(task, 0, TRAIT_QUEUED | TRAIT_DROP);

@@ -148,10 +148,7 @@ static __attribute__((noinline)) bool wake_for(struct tw_engine *e, struct tw_ta
 					       uint64_t until)
 {
 	uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
-	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
-	bool wants = due && due != DUE_NEVER && !task->released &&
-		     (state == TW_WAITING || state == TW_RUNNING);
-	if (wants && tw__engine_tick_of(e, due) >= until)
+	if (task_wants_due(task, due) && tw__engine_tick_of(e, due) >= until)
 		return false;
 	return atomic_compare_exchange_strong_explicit(&e->sleeps_until, &until, 0,
 						       memory_order_seq_cst, memory_order_relaxed);

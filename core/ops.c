@@ -256,8 +256,7 @@ static int op_set_period(struct tw_engine *e, struct tw_task *task, uint64_t per
 	if (task->rerun && !task_has_trait(task, TRAIT_ONESHOT_RERUN) &&
 	    period_ms != task_period_ms(task)) {
 		task->rerun = false;
-		bump_skips(&task_cold(task)->skipped_overlap, 1);
-		add_skipped(task, 1);
+		task_skip(task, &task_cold(task)->skipped_overlap, 1);
 		atomic_fetch_add_explicit(&e->api_skipped_overlap, 1, memory_order_relaxed);
 	}
 	task_set_period_ms(task, period_ms);
@@ -274,15 +273,13 @@ static __attribute__((noinline)) void drop_in_flight(struct tw_engine *e, struct
 {
 	if (task->rerun) {
 		task->rerun = false;
-		bump_skips(&task_cold(task)->skipped_missed, 1);
-		add_skipped(task, 1);
+		task_skip(task, &task_cold(task)->skipped_missed, 1);
 		atomic_fetch_add_explicit(&e->api_skipped_missed, 1, memory_order_relaxed);
 	}
 	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
 	if ((traits & (TRAIT_QUEUED | TRAIT_DROP)) == TRAIT_QUEUED) {
 		task_put_traits(task, TRAIT_DROP, 0);
-		bump_skips(&task_cold(task)->skipped_missed, 1);
-		add_skipped(task, 1);
+		task_skip(task, &task_cold(task)->skipped_missed, 1);
 	}
 }
 

@@ -76,8 +76,7 @@ static bool take_rerun(struct executor *x, struct tw_task *task, struct firing *
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if ((state != TW_WAITING && state != TW_RUNNING) ||
 	    atomic_load_explicit(&e->stopping, memory_order_relaxed)) {
-		bump_skips(&task_cold(task)->skipped_missed, 1);
-		add_skipped(task, 1);
+		task_skip(task, &task_cold(task)->skipped_missed, 1);
 		bump(&x->dropped);
 		return false;
 	}

@@ -261,6 +261,24 @@ static inline void add_skipped(struct tw_task *task, uint64_t n)
 	task->skipped = cold->skipped_since_run != 0;
 }
 
+/* Lock held: whether the wheel is to hold the task for this due: it is live, neither
+ * paused nor released, and the due is one. */
+static inline bool task_wants_due(const struct tw_task *task, uint64_t due)
+{
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	return due && due != DUE_NEVER && !task->released &&
+	       (state == TW_WAITING || state == TW_RUNNING);
+}
+
+/* Lock held: n firings of the task skipped for one reason: its own count for that reason
+ * (one of the cold part's skipped_*), and the next run's report. The engine's totals are
+ * each writer's to count. */
+static inline void task_skip(struct tw_task *task, _Atomic uint32_t *count, uint64_t n)
+{
+	bump_skips(count, n);
+	add_skipped(task, n);
+}
+
 /* Lock held: the skips a run reports, which it then clears. */
 static inline uint64_t take_skipped(struct tw_task *task)
 {

@@ -113,7 +113,6 @@ static void reconcile(struct tw_engine *e, struct tw_task *task)
 {
 	TASK_LOCKED(task);
 	WHEEL_THREAD_ONLY();
-	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if (task->released) {
 		/* Not reaped before an executor has made its release call. Kept retain_ms
 		 * whole: the reaping tick comes after retain_ms more ticks have passed. */
@@ -127,8 +126,7 @@ static void reconcile(struct tw_engine *e, struct tw_task *task)
 		return;
 	}
 	uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
-	bool wants = due && due != DUE_NEVER && (state == TW_WAITING || state == TW_RUNNING);
-	if (!wants) {
+	if (!task_wants_due(task, due)) {
 		if (task->filing == FILED_DUE || task->filing == FILED_READY)
 			unfile(e, task);
 		return;
@@ -294,9 +292,8 @@ static struct executor *executor_for(struct tw_engine *e, struct tw_task *task, 
 static void skip(struct tw_task *task, _Atomic uint32_t *task_count, _Atomic uint64_t *engine_count,
 		 uint64_t n)
 {
-	bump_skips(task_count, n);
+	task_skip(task, task_count, n);
 	bump_by(engine_count, n);
-	add_skipped(task, n);
 }
 
 enum dispatched {
