@@ -114,15 +114,37 @@
  * once (a stop counts them too). release(arg) is called exactly once, after
  * the last run returned: on cancel, on a one-shot's completion, at stop. It
  * runs in the thread that ended the task (the canceller, the stopper) or on
- * an executor, never on the wheel thread. A tw_add that fails never calls it.
+ * an executor; on the wheel thread only for a TW_ON_WHEEL_THREAD task whose
+ * last run there ended it. A tw_add that fails never calls it.
  *
- * Callbacks run on executor threads and may call any function, with these
- * exceptions: tw_quiesce answers -TW_ECALLBACK (it would wait for the
+ * Callbacks run on executor threads (TW_ON_WHEEL_THREAD tasks: on the wheel
+ * thread, see "Tasks on the wheel thread") and may call any function, with
+ * these exceptions: tw_quiesce answers -TW_ECALLBACK (it would wait for the
  * caller's own run); tw_engine_stop stops the engine and waits for the other
  * runs only (the caller's task is released after its run returns);
  * tw_engine_destroy stops the engine at once and is completed by the
- * executor when the callback returns (the engine must not be used after
- * the call, as anywhere else).
+ * executor (the wheel thread) when the callback returns (the engine must not
+ * be used after the call, as anywhere else).
+ *
+ * Tasks on the wheel thread (TW_ON_WHEEL_THREAD), for short callbacks such
+ * as a heartbeat that writes one message: the callback runs on the wheel
+ * thread itself, as soon as it wakes for the task's due, with no hand-over
+ * to an executor - one wake-up instead of two, and no executor's CPU. The
+ * price is everyone else's: while such a callback runs, no other task is
+ * handed out, and nothing watches the executors. So it must not block
+ * (no lock others hold long, no sleep, no blocking I/O), and a guard keeps
+ * the promise to the other tasks: a run that lasts longer than
+ * cfg.wheel_run_budget_us counts in tw_engine_stats.over_budget_runs, and a
+ * task's TW_WHEEL_RUN_STRIKES-th such run moves it to the executors for
+ * good (tw_task_info.on_wheel_thread turns false, tasks_moved_off_wheel_thread
+ * counts it, a warning is logged); its later runs are like any task's. The
+ * guard acts after a run returns: one that never returns stops the engine's
+ * firing. run_limit_ms and the spare executors do not apply to these runs.
+ * Such a callback may call what an executor's may, with one more
+ * exception: tw_advance answers -TW_ECALLBACK (it would wait for the wheel
+ * thread). Its runs never overlap (TW_CONCURRENT with it: -TW_EINVAL), count
+ * in runs, lateness and failures like any, and in the wheel thread's
+ * wheel_busy_ns rather than executor_busy_ns.
  *
  * The manual clock (cfg.manual_clock, for tests) moves only by tw_advance,
  * and firings happen only inside tw_advance: a task due at the current
@@ -205,7 +227,13 @@ enum {
 	/* Periodic, serial: a firing due while the task's previous run is going runs once
 	 * right after that run returns, rather than being skipped (see above). */
 	TW_RUN_LATE = 1u << 1,
+	/* The callback runs on the wheel thread, not handed to an executor: for callbacks of a
+	 * few microseconds (see "Tasks on the wheel thread"). Not with TW_CONCURRENT. */
+	TW_ON_WHEEL_THREAD = 1u << 2,
 };
+
+/* Runs over wheel_run_budget_us that move a TW_ON_WHEEL_THREAD task to the executors. */
+#define TW_WHEEL_RUN_STRIKES 3
 
 /* The longest delay or period accepted: about 278 years (due times in ns fit 64 bits). A
  * longer one is refused with -TW_ERANGE, except TW_NEVER. */
@@ -220,8 +248,9 @@ typedef struct {
 	uint64_t skipped; /* due firings skipped since the previous run; stops at 2^32 - 1 */
 } tw_fire;
 
-/* Runs on an executor thread, never on the wheel thread. Nonzero = failure: max_failures
- * failures in a row pause the task, one-shots included (tw_resume runs it again). */
+/* Runs on an executor thread (a TW_ON_WHEEL_THREAD task: on the wheel thread). Nonzero =
+ * failure: max_failures failures in a row pause the task, one-shots included (tw_resume runs
+ * it again). */
 typedef int (*tw_callback)(const tw_fire *fire, void *arg);
 
 typedef struct {
@@ -230,7 +259,8 @@ typedef struct {
 	tw_callback callback; /* required */
 	void *arg;
 	void (*release)(void *arg); /* optional, called exactly once when the task is gone */
-	unsigned flags; /* TW_CONCURRENT, TW_RUN_LATE (default: serial, skip overlaps) */
+	unsigned flags; /* TW_CONCURRENT, TW_RUN_LATE, TW_ON_WHEEL_THREAD (default: serial, skip
+			 * overlaps, on an executor) */
 } tw_task_spec;
 
 typedef struct {
@@ -253,6 +283,9 @@ typedef struct {
 	uint32_t running; /* firings handed to executors and not finished */
 	bool stuck;       /* a run of it has lasted longer than run_limit_ms and goes on */
 	uint64_t last_lateness_ns, max_lateness_ns; /* how late runs started: see last_run_ns */
+	/* Its runs go on the wheel thread: added with TW_ON_WHEEL_THREAD and not moved to the
+	 * executors by the budget guard. */
+	bool on_wheel_thread;
 } tw_task_info;
 
 enum { TW_LOG_ERROR, TW_LOG_WARNING, TW_LOG_INFO };
@@ -278,6 +311,9 @@ typedef struct {
 	bool coarse_clock; /* "now" of add, set_delay, resume from CLOCK_MONOTONIC_COARSE; below */
 	uint64_t run_limit_ms;    /* a run longer than this is stuck (see above); 0 = no limit */
 	unsigned spare_executors; /* started while every executor is stuck; default 2, <= 1024 */
+	/* A TW_ON_WHEEL_THREAD run longer than this is over budget (see "Tasks on the wheel
+	 * thread"); default 50 (also for 0). */
+	uint64_t wheel_run_budget_us;
 } tw_config;
 
 /*
@@ -316,6 +352,9 @@ typedef struct {
 	 * tasks and never shrinks before destroy), its queues and records. Not
 	 * the threads' stacks, nor what liburcu or the allocator keep. */
 	uint64_t memory_bytes;
+	/* TW_ON_WHEEL_THREAD tasks: their runs on the wheel thread (in runs too), those of
+	 * them over wheel_run_budget_us, and the tasks moved to the executors for it. */
+	uint64_t wheel_thread_runs, over_budget_runs, tasks_moved_off_wheel_thread;
 } tw_engine_stats;
 
 /* One executor's counters (tw_executor_stats). */
@@ -339,6 +378,8 @@ typedef struct {
  *   skipped_total{reason="overlap|overload|missed"}   counter
  *   tasks_completed_total, tasks_stopped_total        counters
  *   wheel_wakeups_total, stuck_runs_total             counters
+ *   wheel_thread_runs_total, over_budget_runs_total   counters (TW_ON_WHEEL_THREAD)
+ *   tasks_moved_off_wheel_thread_total                counter
  *   tasks_live, tasks{state="waiting|running|paused"} gauges (live = the sum)
  *   spare_executors                                   gauge
  *   lateness_seconds                                  histogram: run start minus due
@@ -469,7 +510,8 @@ static inline int tw_engine_create(const tw_config *cfg, tw_engine **out)
  * Return: TW_OK when no run was left; -TW_ETIMEDOUT if runs were still going
  * at the limit (they finish and are released later); -TW_ESHUTDOWN if the
  * engine was stopped before. Any thread; from a callback it waits for the
- * other runs only. Blocks: joins the wheel thread, then at most
+ * other runs only. Blocks: joins the wheel thread (from a TW_ON_WHEEL_THREAD
+ * callback: the wheel thread stops once the callback returns), then at most
  * @drain_timeout_ms. Cost O(tasks).
  */
 TW_API int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms);
@@ -483,7 +525,7 @@ TW_API int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms);
  * release) is freed and called when it returns - never, if it never returns.
  * Without run_limit_ms, destroy waits as long as a run goes on. From a
  * callback it stops the engine at once and is completed by that callback's
- * executor once the callback returns. In a forked child it returns without
+ * executor (or the wheel thread) once the callback returns. In a forked child it returns without
  * touching the engine. NULL: nothing. The engine must not be used after the
  * call. Blocks: joins every thread; cost O(tasks).
  */
@@ -494,9 +536,9 @@ TW_API void tw_engine_destroy(tw_engine *e);
  * @spec: the task (see tw_task_spec); copied, not kept.
  * @out: receives the new task's id; untouched on failure.
  *
- * Return: TW_OK; -TW_EINVAL for NULL @e, @spec or @out, no callback or
- * unknown flags; -TW_ERANGE for a delay above TW_MAX_DELAY_MS (TW_NEVER
- * excepted) or a period above it; -TW_ELIMIT when max_tasks tasks are live
+ * Return: TW_OK; -TW_EINVAL for NULL @e, @spec or @out, no callback,
+ * unknown flags or TW_ON_WHEEL_THREAD with TW_CONCURRENT; -TW_ERANGE for a
+ * delay above TW_MAX_DELAY_MS (TW_NEVER excepted) or a period above it; -TW_ELIMIT when max_tasks tasks are live
  * (or the table is out of ids); -TW_ENOMEM when memory runs out;
  * -TW_ESHUTDOWN after a stop. A tw_add that fails never calls release.
  * Any thread. Does not wait for runs; takes the slot table's lock briefly.
@@ -731,9 +773,11 @@ TW_API const char *tw_strerror(int code);
  * Return: TW_OK once the firings are handed to the executors (a one-shot that
  * found every queue full is handed out as room frees), not once they ran;
  * -TW_ESTATE on an engine without manual_clock; -TW_ERANGE for @ms above
- * TW_MAX_DELAY_MS or a time that would pass 2^64 ns; -TW_ESHUTDOWN. Any
- * thread, callbacks included. Blocks until the wheel thread has handed the
- * firings out: O(firings due).
+ * TW_MAX_DELAY_MS or a time that would pass 2^64 ns; -TW_ESHUTDOWN;
+ * -TW_ECALLBACK from a TW_ON_WHEEL_THREAD callback (it would wait for its own
+ * thread). Any thread, executors' callbacks included. Blocks until the wheel
+ * thread has handed the firings out (and run TW_ON_WHEEL_THREAD tasks'
+ * callbacks): O(firings due).
  */
 TW_API int tw_advance(tw_engine *e, uint64_t ms);
 

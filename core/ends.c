@@ -63,6 +63,7 @@ static void read_states(struct tw_engine *e, uint64_t sum[TW_PAUSED + 1])
 	unsigned running = executors_running(e);
 	for (unsigned i = 0; i < running; i++)
 		add_states(sum, &e->executors[i].ends);
+	add_states(sum, &wheel_runner(e)->ends);
 }
 
 void tw__states_total(struct tw_engine *e, uint64_t in_state[TW_PAUSED + 1])
@@ -92,4 +93,6 @@ void tw__ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped)
 		*completed += atomic_load(&e->executors[i].ends.completed);
 		*stopped += atomic_load(&e->executors[i].ends.stopped);
 	}
+	*completed += atomic_load(&wheel_runner(e)->ends.completed);
+	*stopped += atomic_load(&wheel_runner(e)->ends.stopped);
 }

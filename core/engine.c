@@ -22,6 +22,7 @@ static void config_defaults(tw_config *cfg)
 	cfg->slow_run_ms = 100;
 	cfg->retain_ms = 5000;
 	cfg->spare_executors = 2;
+	cfg->wheel_run_budget_us = 50;
 }
 
 void tw_config_init_sized(tw_config *cfg, size_t size)
@@ -94,7 +95,7 @@ void tw__engine_free(struct tw_engine *e)
 	pthread_mutex_destroy(&e->lock);
 	pthread_cond_destroy(&e->cond);
 	tw__executors_free(e);
-	tw__free(e->executors, e->executor_slots * sizeof *e->executors);
+	tw__free(e->executors, (e->executor_slots + 1) * sizeof *e->executors);
 	tw__free(e, sizeof *e);
 }
 
@@ -138,6 +139,11 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 	e->slow_run_ns = e->cfg.slow_run_ms > UINT64_MAX / NS_PER_MS ?
 				 UINT64_MAX :
 				 e->cfg.slow_run_ms * NS_PER_MS;
+	if (!e->cfg.wheel_run_budget_us)
+		e->cfg.wheel_run_budget_us = 50;
+	e->wheel_budget_ns = e->cfg.wheel_run_budget_us > UINT64_MAX / 1000 ?
+				     UINT64_MAX :
+				     e->cfg.wheel_run_budget_us * 1000;
 	struct timespec coarse_tick;
 	if (e->cfg.coarse_clock && !e->cfg.manual_clock &&
 	    !clock_getres(CLOCK_MONOTONIC_COARSE, &coarse_tick))
@@ -147,10 +153,11 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	e->executor_count = e->cfg.executors ? e->cfg.executors : (unsigned)(cpus > 0 ? cpus : 1);
 	e->executor_slots = e->executor_count + e->cfg.spare_executors;
-	e->executors = tw__alloc(e->executor_slots * sizeof *e->executors);
+	/* The slot past the executors' counts the wheel thread's runs (wheel_runner). */
+	e->executors = tw__alloc((e->executor_slots + 1) * sizeof *e->executors);
 	rc = e->executors ? tw__table_init(&e->table) : -TW_ENOMEM;
 	if (rc == TW_OK) {
-		memset(e->executors, 0, e->executor_slots * sizeof *e->executors);
+		memset(e->executors, 0, (e->executor_slots + 1) * sizeof *e->executors);
 		rc = open_descriptors(e);
 	}
 	if (rc == TW_OK)
@@ -187,6 +194,8 @@ int tw_advance(tw_engine *e, uint64_t ms)
 		return -TW_ERANGE;
 	if (atomic_load(&e->stopping))
 		return halted_code(e);
+	if (tw__engine_on_wheel_run(e))
+		return -TW_ECALLBACK; /* it would wait for the thread it runs on */
 	pthread_mutex_lock(&e->lock);
 	/* Time stays where now + the longest delay still fits 64 bits of ns. */
 	uint64_t now = atomic_load_explicit(&e->manual_now_ns, memory_order_relaxed);
@@ -225,8 +234,12 @@ static void gather_stats(tw_engine *e, tw_engine_stats *out)
 	out->spare_executors = running > e->executor_count ? running - e->executor_count : 0;
 	out->executors = running;
 	out->wheel_busy_ns = atomic_load(&e->wheel_busy_ns);
-	for (unsigned i = 0; i < running; i++) {
-		struct executor *x = &e->executors[i];
+	out->over_budget_runs = atomic_load(&e->over_budget_runs);
+	out->tasks_moved_off_wheel_thread = atomic_load(&e->moved_off_wheel);
+	/* The wheel runner counts as an executor but for its queue, which it has not, and its
+	 * busy time, which is the wheel thread's. */
+	for (unsigned i = 0; i <= running; i++) {
+		struct executor *x = i < running ? &e->executors[i] : wheel_runner(e);
 		out->failures += atomic_load(&x->failures);
 		out->slow_runs += atomic_load(&x->slow_runs);
 		out->skipped_missed += atomic_load(&x->dropped);
@@ -236,12 +249,16 @@ static void gather_stats(tw_engine *e, tw_engine_stats *out)
 			out->lateness_count += runs;
 		}
 		out->lateness_sum_ns += atomic_load(&x->lateness_sum_ns);
-		out->executor_busy_ns += atomic_load(&x->busy_ns);
-		uint64_t queued = tw__executor_queued(x);
-		out->queued += queued;
 		uint64_t max = atomic_load(&x->lateness_max_ns);
 		if (max > out->lateness_max_ns)
 			out->lateness_max_ns = max;
+		if (x->on_wheel_thread) {
+			for (unsigned b = 0; b < TW_LATENESS_BUCKETS; b++)
+				out->wheel_thread_runs += atomic_load(&x->lateness[b]);
+			continue;
+		}
+		out->executor_busy_ns += atomic_load(&x->busy_ns);
+		out->queued += tw__executor_queued(x);
 	}
 	out->runs = out->lateness_count; /* each run started counts in one bucket */
 	const struct executor *x0 = &e->executors[0];

@@ -17,20 +17,30 @@
 
 struct executor; /* handover.h */
 
+/* A task's firing: its due and the skips its run reports. */
+struct firing {
+	struct tw_task *task;
+	uint64_t due_ns;
+	uint64_t skipped;
+};
+
 struct tw_engine {
 	tw_config cfg;
-	struct executor *executors;                  /* executor_count, then room for the spares */
+	/* executor_count, then room for the spares, then the wheel thread's runner (wheel_runner) */
+	struct executor *executors;
 	unsigned executor_count;                     /* configured */
 	unsigned executor_slots;                     /* configured + cfg.spare_executors */
 	_Atomic unsigned executors_running;          /* started: configured + spares so far */
 	struct tw_engine *next_engine, *prev_engine; /* the live engines (fork.c) */
 	/* wheel thread only */
 	struct wheel wheel __attribute__((aligned(64)));
-	unsigned next_executor; /* turns for concurrent tasks */
-	unsigned filling;       /* the executor being filled this round */
-	uint32_t room;          /* serial firings it may still take, or ROOM_UNKNOWN */
-	uint64_t round_ns;      /* the clock when this round began */
-	uint64_t watch_ns;      /* when to look at the executors again; 0: no need */
+	unsigned next_executor;  /* turns for concurrent tasks */
+	unsigned filling;        /* the executor being filled this round */
+	uint32_t room;           /* serial firings it may still take, or ROOM_UNKNOWN */
+	uint64_t round_ns;       /* the clock when this round began */
+	uint64_t watch_ns;       /* when to look at the executors again; 0: no need */
+	struct firing wheel_run; /* a TW_ON_WHEEL_THREAD firing to run once the task is unlocked */
+	bool wheel_run_pending;
 	struct tw_task *ready_head, *ready_tail; /* due, not yet handed out: FIFO */
 	uint64_t ready_count;                    /* tasks in the ready list */
 	uint64_t ready_owed;        /* manual clock: of those, at its head, the ones due by the last
@@ -44,6 +54,7 @@ struct tw_engine {
 	_Atomic uint64_t manual_now_ns;
 	uint64_t coarse_slack_ns; /* cfg.coarse_clock: two ticks of CLOCK_MONOTONIC_COARSE */
 	uint64_t slow_run_ns;     /* cfg.slow_run_ms, saturated */
+	uint64_t wheel_budget_ns; /* cfg.wheel_run_budget_us, saturated */
 	/* lifecycle */
 	_Atomic uint8_t stopping; /* HALT_*: refuse operations, stop firing */
 	_Atomic bool wheel_quit;
@@ -68,10 +79,12 @@ struct tw_engine {
 	/* the wheel thread's counters */
 	_Atomic uint64_t wakeups, skipped_overlap, skipped_overload, skipped_missed, stuck_runs;
 	_Atomic uint64_t wheel_busy_ns; /* in rounds, from waking up to waiting again */
+	_Atomic uint64_t over_budget_runs, moved_off_wheel; /* TW_ON_WHEEL_THREAD's guard */
 	struct end_counts wheel_ends;
 	/* firings taken out of the rings by a stop, not by an executor (added to done) */
 	_Atomic uint64_t stop_done;
-	/* tw_engine_destroy called in a callback: that callback's executor completes it */
+	/* tw_engine_destroy called in a callback: that callback's executor (or the wheel thread,
+	 * for its wheel_runner) completes it */
 	_Atomic(struct executor *) destroy_by;
 	/* executors left with a stuck run by tw_engine_destroy; the last frees the engine */
 	_Atomic unsigned abandoned;

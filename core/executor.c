@@ -30,6 +30,11 @@ struct executor *tw__current_executor(const struct tw_engine *e)
 	return executing_for == e ? executing_on : NULL;
 }
 
+bool tw__engine_on_wheel_run(const struct tw_engine *e)
+{
+	return executing_for == e && executing_on == wheel_runner(e);
+}
+
 /* Claims the oldest firing of x's own ring; loads ahead what the next runs touch. */
 static bool pop(struct executor *x, struct firing *f)
 {
@@ -130,17 +135,21 @@ bool tw__runs_idle(struct tw_engine *e, uint64_t except)
 		unsigned running = executors_running(e);
 		uint64_t done = atomic_load_explicit(&e->stop_done, memory_order_seq_cst);
 		uint64_t handed = 0, again = 0;
+		struct executor *runner = wheel_runner(e);
 		for (unsigned i = 0; i < running; i++)
 			done += atomic_load_explicit(&e->executors[i].done, memory_order_seq_cst);
+		done += atomic_load_explicit(&runner->done, memory_order_seq_cst);
 		for (unsigned i = 0; i < running; i++)
 			handed +=
 				atomic_load_explicit(&e->executors[i].handed, memory_order_seq_cst);
+		handed += atomic_load_explicit(&runner->handed, memory_order_seq_cst);
 		if (handed - done > except)
 			return false;
 		/* Nothing handed over during the scan: all were idle at its end. */
 		for (unsigned i = 0; i < running; i++)
 			again +=
 				atomic_load_explicit(&e->executors[i].handed, memory_order_seq_cst);
+		again += atomic_load_explicit(&runner->handed, memory_order_seq_cst);
 		if (again == handed && running == executors_running(e))
 			return true;
 	}
@@ -167,6 +176,21 @@ static void run_releases(struct executor *x)
 			tw__engine_wake(x->engine);
 		run_finished(x);
 	}
+}
+
+/*
+ * Wheel thread: runs a TW_ON_WHEEL_THREAD firing (handed to the wheel runner by dispatch)
+ * as an executor would, in a callback's context (tw__engine_on_executor answers true).
+ */
+void tw__run_on_wheel_thread(struct tw_engine *e, struct firing *f)
+{
+	struct executor *runner = wheel_runner(e);
+	executing_for = e;
+	executing_on = runner;
+	run_firing(runner, f);
+	executing_for = NULL;
+	executing_on = NULL;
+	run_finished(runner);
 }
 
 static bool idle(struct executor *x)
@@ -242,6 +266,10 @@ int tw__executors_start(struct tw_engine *e)
 	unsigned capacity = e->cfg.queue_capacity ? e->cfg.queue_capacity : 4096;
 	unsigned size = round_up_pow2(capacity);
 	capacity = capacity < size ? capacity : size;
+	struct executor *runner = wheel_runner(e);
+	runner->engine = e;
+	runner->index = e->executor_slots;
+	runner->on_wheel_thread = true;
 	for (unsigned i = 0; i < e->executor_slots; i++) {
 		struct executor *x = &e->executors[i];
 		x->engine = e;

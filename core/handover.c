@@ -14,14 +14,6 @@
  */
 #include "handover.h"
 
-/* Wheel thread: one more handed over, counted before the executor can see it,
- * so that done never passes handed. */
-static void count_handed(struct executor *x)
-{
-	uint64_t handed = atomic_load_explicit(&x->handed, memory_order_relaxed);
-	atomic_store_explicit(&x->handed, handed + 1, memory_order_release);
-}
-
 bool tw__executor_push(struct executor *x, const struct firing *f)
 {
 	uint64_t tail = atomic_load_explicit(&x->tail, memory_order_relaxed);

@@ -11,12 +11,6 @@
 /* A firing waits this long behind its executor's run before another executor takes it. */
 #define HOLD_NS NS_PER_MS
 
-struct firing {
-	struct tw_task *task;
-	uint64_t due_ns;
-	uint64_t skipped;
-};
-
 /* A firing in a ring: one producer, the wheel thread; many consumers, the owner and the
  * executors that take firings held up behind its run (they claim a slot by moving head), so
  * a slot may be read while the producer reuses it: the claim then fails, and the copy is
@@ -46,6 +40,9 @@ struct executor {
 	bool spare;        /* started while every executor was stuck (cfg.spare_executors) */
 	bool started;      /* its thread runs (creator, wheel thread, destroy: one at a time) */
 	bool abandoned;    /* left to finish a stuck run after tw_engine_destroy */
+	/* The wheel thread's runner of TW_ON_WHEEL_THREAD firings: no thread, ring or queue of
+	 * its own; its counters count those runs as an executor's count its own. */
+	bool on_wheel_thread;
 	struct ring_slot *ring;
 	/* the wheel thread's */
 	_Atomic uint64_t tail __attribute__((aligned(64)));
@@ -79,6 +76,20 @@ struct executor {
 	struct cds_wfcq_head releases_head; /* tasks whose release to call */
 	struct cds_wfcq_tail releases_tail;
 };
+
+/* Where the wheel thread's runs are counted: a slot past the executors'. */
+static inline struct executor *wheel_runner(const struct tw_engine *e)
+{
+	return &e->executors[e->executor_slots];
+}
+
+/* Wheel thread: one more handed over, counted before the executor can see it, so that done
+ * never passes handed. */
+static inline void count_handed(struct executor *x)
+{
+	uint64_t handed = atomic_load_explicit(&x->handed, memory_order_relaxed);
+	atomic_store_explicit(&x->handed, handed + 1, memory_order_release);
+}
 
 /* Wheel thread: queues one firing, false when the executor's queue is full. */
 bool tw__executor_push(struct executor *x, const struct firing *f);

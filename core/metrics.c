@@ -221,6 +221,13 @@ static void put_all(struct sink *s, const tw_engine_stats *st)
 		st->wheel_wakeups);
 	put_one(s, "stuck_runs_total", "counter", "Runs that went on past run_limit_ms.",
 		st->stuck_runs);
+	put_one(s, "wheel_thread_runs_total", "counter",
+		"Runs of TW_ON_WHEEL_THREAD tasks on the wheel thread.", st->wheel_thread_runs);
+	put_one(s, "over_budget_runs_total", "counter",
+		"Runs on the wheel thread longer than wheel_run_budget_us.", st->over_budget_runs);
+	put_one(s, "tasks_moved_off_wheel_thread_total", "counter",
+		"Tasks moved from the wheel thread to the executors for runs over budget.",
+		st->tasks_moved_off_wheel_thread);
 	put_one(s, "tasks_live", "gauge", "Tasks live now: waiting, running or paused.",
 		st->tasks_live);
 	put_family(s, "tasks", "gauge", "Live tasks now, by state.");

@@ -67,8 +67,9 @@ static bool reserve_live(struct tw_engine *e)
 
 static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 {
-	if (!e || !out || !spec->callback ||
-	    (spec->flags & ~(unsigned)(TW_CONCURRENT | TW_RUN_LATE)))
+	unsigned flags = spec->flags;
+	if (!e || !out || !spec->callback || (flags & ~(unsigned)TRAIT_TASK_FLAGS) ||
+	    (flags & (TW_CONCURRENT | TW_ON_WHEEL_THREAD)) == (TW_CONCURRENT | TW_ON_WHEEL_THREAD))
 		return -TW_EINVAL;
 	if ((check_delay(spec->delay_ms) && spec->delay_ms != TW_NEVER) ||
 	    check_delay(spec->period_ms))
@@ -92,10 +93,7 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	task->mailed = false;
 	task->released = false;
 	task->release_queued = false;
-	atomic_store_explicit(&task->traits,
-			      (spec->flags & TW_CONCURRENT ? TRAIT_CONCURRENT : 0) |
-				      (spec->flags & TW_RUN_LATE ? TRAIT_RUN_LATE : 0),
-			      memory_order_relaxed);
+	atomic_store_explicit(&task->traits, (uint8_t)flags, memory_order_relaxed);
 	task->rerun = false;
 	task_set_delay_ms(task, spec->delay_ms);
 	task->delay_pending = false;
@@ -113,6 +111,7 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 			DUE_NEVER :
 			tw__engine_due_at_ns(e, tw__engine_call_now_ns(e), spec->delay_ms),
 		memory_order_relaxed);
+	cold->period_hi = 0; /* no strikes */
 	task_set_period_ms(task, spec->period_ms);
 	atomic_store_explicit(&cold->runs, 0, memory_order_relaxed);
 	atomic_store_explicit(&cold->last_run_us, 0, memory_order_relaxed);

@@ -55,6 +55,7 @@ static inline __attribute__((always_inline)) bool task_read_info(struct tw_task 
 		.stuck = traits & TRAIT_STUCK,
 		.last_lateness_ns = ns_of_us(&cold->last_lateness_us),
 		.max_lateness_ns = ns_of_us(&cold->max_lateness_us),
+		.on_wheel_thread = traits & TRAIT_ON_WHEEL,
 	};
 	/* An id that changed meanwhile means the task was reaped while we read. */
 	if (atomic_load_explicit(&task->id, memory_order_acquire) != id)

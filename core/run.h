@@ -30,11 +30,30 @@ static void keep_max(_Atomic uint32_t *last, _Atomic uint32_t *max, uint32_t val
 		atomic_store_explicit(max, value, memory_order_relaxed);
 }
 
+/* Lock held, wheel thread: a run of a TW_ON_WHEEL_THREAD task went over budget. True when
+ * it was the task's last strike: it is moved to the executors for good. */
+static bool over_budget(struct tw_engine *e, struct tw_task *task)
+{
+	TASK_LOCKED(task);
+	WHEEL_THREAD_ONLY();
+	bump(&e->over_budget_runs);
+	unsigned strikes = task_strikes(task) + 1;
+	task_set_strikes(task, strikes);
+	if (strikes < TW_WHEEL_RUN_STRIKES)
+		return false;
+	task_put_traits(task, 0, TRAIT_ON_WHEEL);
+	bump(&e->moved_off_wheel);
+	return true;
+}
+
 /* Lock held: accounts for a run that returned rc after took_ns. Returns the
  * failures in a row if this one paused the task (to be logged once the lock
- * is let go: the log hook is user code), else 0. */
-static uint32_t account(struct executor *x, struct tw_task *task, struct task_cold *cold, int rc,
-			uint64_t took_ns)
+ * is let go: the log hook is user code), else 0; *moved says whether the
+ * budget guard moved the task off the wheel thread (logged the same way). */
+static inline __attribute__((always_inline)) uint32_t account(struct executor *x,
+							      struct tw_task *task,
+							      struct task_cold *cold, int rc,
+							      uint64_t took_ns, bool *moved)
 {
 	TASK_LOCKED(task);
 	struct tw_engine *e = x->engine;
@@ -43,6 +62,7 @@ static uint32_t account(struct executor *x, struct tw_task *task, struct task_co
 		bump32(&cold->slow_runs);
 		bump(&x->slow_runs);
 	}
+	*moved = x->on_wheel_thread && took_ns > e->wheel_budget_ns && over_budget(e, task);
 	if (!rc) {
 		if (atomic_load_explicit(&cold->consecutive_failures, memory_order_relaxed))
 			atomic_store_explicit(&cold->consecutive_failures, 0, memory_order_relaxed);
@@ -98,8 +118,8 @@ static bool take_rerun(struct executor *x, struct tw_task *task, struct firing *
 
 /* Lock held: a run ended; the task waits again, completes, or stays put. True when a
  * firing that came due during the run is to run now: it is in *f. */
-static bool run_ended(struct executor *x, struct tw_task *task, struct firing *f,
-		      struct after_unlock *after)
+static inline __attribute__((always_inline)) bool
+run_ended(struct executor *x, struct tw_task *task, struct firing *f, struct after_unlock *after)
 {
 	TASK_LOCKED(task);
 	struct tw_engine *e = x->engine;
@@ -124,8 +144,9 @@ static bool run_ended(struct executor *x, struct tw_task *task, struct firing *f
 			state = TW_COMPLETED;
 		}
 	}
+	/* The wheel thread takes what it mails itself in through the mailbox: no wake-up. */
 	if (state == TW_COMPLETED || state == TW_STOPPED)
-		tw__task_end_if_idle(e, task, x, after);
+		tw__task_end_if_idle(e, task, x->on_wheel_thread ? NULL : x, after);
 	return false;
 }
 
@@ -134,7 +155,8 @@ static bool run_ended(struct executor *x, struct tw_task *task, struct firing *f
  * ended, nor once the engine stops: whoever paused or cancelled it was told
  * that no new run starts. A firing that does not start counts as skipped.
  */
-static bool may_start(struct tw_engine *e, struct tw_task *task, const struct firing *f)
+static inline __attribute__((always_inline)) bool
+may_start(struct tw_engine *e, struct tw_task *task, const struct firing *f)
 {
 	TASK_LOCKED(task);
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
@@ -197,8 +219,9 @@ static inline __attribute__((always_inline)) void run_firing(struct executor *x,
 		}
 		tw__task_lock(task);
 		uint32_t paused_after = 0;
+		bool moved = false;
 		if (starts) {
-			paused_after = account(x, task, cold, rc, took);
+			paused_after = account(x, task, cold, rc, took, &moved);
 			task_put_traits(task, 0, TRAIT_STUCK);
 		}
 		struct after_unlock after = { 0 };
@@ -208,6 +231,12 @@ static inline __attribute__((always_inline)) void run_firing(struct executor *x,
 			tw__engine_log(e, TW_LOG_WARNING,
 				       "task %llu paused after %u failures in a row",
 				       (unsigned long long)fire.id, paused_after);
+		if (moved)
+			tw__engine_log(e, TW_LOG_WARNING,
+				       "task %llu moved to the executors: %d runs on the wheel "
+				       "thread over its budget of %llu us",
+				       (unsigned long long)fire.id, TW_WHEEL_RUN_STRIKES,
+				       (unsigned long long)(e->wheel_budget_ns / 1000));
 		after_unlock_run(after);
 	} while (again);
 }

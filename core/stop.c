@@ -8,7 +8,7 @@
  * going, except those past run_limit_ms: their executors are abandoned, and
  * the engine is freed by whoever lets go of it last (tw__engine_unref). From
  * a callback, destroy is completed by that callback's executor once it
- * returns (tw__engine_destroy_deferred).
+ * returns (tw__engine_destroy_deferred), or by the wheel thread for one of its own.
  */
 #include "lifecycle.h"
 
@@ -127,6 +127,7 @@ void tw__engine_unref(struct tw_engine *e)
  */
 static void destroy(struct tw_engine *e, struct executor *self)
 {
+	tw__wheel_thread_join(e); /* if a TW_ON_WHEEL_THREAD callback stopped the engine */
 	wait_runs(e, 0, 0, true); /* never free what a running callback uses */
 	unsigned running = executors_running(e);
 	uint64_t limit = e->cfg.run_limit_ms * NS_PER_MS, now = monotonic_ns();

@@ -89,15 +89,18 @@ struct tw_task {
 	_Atomic uint8_t traits;  /* TRAIT_*, read without the lock by tw_get */
 } __attribute__((aligned(64)));
 
+/* The first three are tw_task_spec's flags, bit for bit: tw_add stores them as they are. */
 enum {
-	TRAIT_CONCURRENT = 1,         /* immutable while live */
-	TRAIT_PAUSED_BY_FAILURES = 2, /* under lock */
-	TRAIT_RUN_LATE = 4,           /* TW_RUN_LATE; immutable while live */
-	TRAIT_QUEUED = 8,             /* under lock: a firing of it waits in a ring, not taken */
-	TRAIT_STUCK = 16,             /* under lock: that run is past run_limit_ms */
-	TRAIT_DROP = 32, /* under lock: the queued firing was dropped and counted (pause, cancel) */
+	TRAIT_CONCURRENT = TW_CONCURRENT,    /* immutable while live */
+	TRAIT_RUN_LATE = TW_RUN_LATE,        /* immutable while live */
+	TRAIT_ON_WHEEL = TW_ON_WHEEL_THREAD, /* until the budget guard moves it off (under lock) */
+	TRAIT_TASK_FLAGS = TRAIT_CONCURRENT | TRAIT_RUN_LATE | TRAIT_ON_WHEEL,
+	TRAIT_PAUSED_BY_FAILURES = 8, /* under lock */
+	TRAIT_QUEUED = 16,            /* under lock: a firing of it waits in a ring, not taken */
+	TRAIT_STUCK = 32,             /* under lock: that run is past run_limit_ms */
+	TRAIT_DROP = 64, /* under lock: the queued firing was dropped and counted (pause, cancel) */
 	/* under lock: the firing task->rerun stands for is a one-shot's */
-	TRAIT_ONESHOT_RERUN = 64,
+	TRAIT_ONESHOT_RERUN = 128,
 };
 
 _Static_assert(sizeof(struct tw_task) == 64, "the hot part is one cache line");
@@ -140,9 +143,15 @@ struct task_cold {
 	_Atomic uint32_t slow_runs;
 	_Atomic uint32_t skipped_overlap, skipped_overload, skipped_missed; /* saturating */
 	uint32_t skipped_since_run; /* under lock (saturating) */
-	uint16_t period_hi;         /* period_ms >> 31 while WIDE_BIT; under lock */
-	uint16_t delay_hi;          /* delay_ms >> 31 while WIDE_BIT; under lock */
+	/* Under lock: period_ms >> 31 while WIDE_BIT, in the low PERIOD_HI_BITS; above them the
+	 * task's runs over the wheel-thread budget (task_strikes), for want of room elsewhere. */
+	uint16_t period_hi;
+	uint16_t delay_hi; /* delay_ms >> 31 while WIDE_BIT; under lock */
 };
+
+enum { PERIOD_HI_BITS = 13, PERIOD_HI_MASK = (1 << PERIOD_HI_BITS) - 1 };
+_Static_assert((TW_MAX_DELAY_MS >> 31) <= PERIOD_HI_MASK, "a wide period fits PERIOD_HI_BITS");
+_Static_assert(TW_WHEEL_RUN_STRIKES < 1 << (16 - PERIOD_HI_BITS), "the strikes fit above it");
 
 _Static_assert(sizeof(struct task_cold) == 80, "the cold part is 80 bytes");
 _Static_assert(offsetof(struct task_cold, failures) == 44, "an executor's run: 44 bytes");
@@ -304,17 +313,31 @@ static inline uint64_t wide_ms(uint32_t low, uint16_t high)
 static inline uint64_t task_period_ms(const struct tw_task *task)
 {
 	uint32_t ms = atomic_load_explicit(&task->period_ms, memory_order_relaxed);
-	return ms & WIDE_BIT ? wide_ms(ms, task_cold(task)->period_hi) : ms;
+	return ms & WIDE_BIT ? wide_ms(ms, task_cold(task)->period_hi & PERIOD_HI_MASK) : ms;
 }
 
 /* Lock held, or the task not yet published. */
 static inline void task_set_period_ms(struct tw_task *task, uint64_t ms)
 {
+	struct task_cold *cold = task_cold(task);
 	if (ms >= WIDE_BIT)
-		task_cold(task)->period_hi = (uint16_t)(ms >> 31);
+		cold->period_hi = (uint16_t)((cold->period_hi & ~PERIOD_HI_MASK) | (ms >> 31));
 	atomic_store_explicit(&task->period_ms,
 			      ms < WIDE_BIT ? (uint32_t)ms : (uint32_t)ms | WIDE_BIT,
 			      memory_order_relaxed);
+}
+
+/* Lock held: runs of the task over the wheel-thread budget so far. */
+static inline unsigned task_strikes(const struct tw_task *task)
+{
+	return task_cold(task)->period_hi >> PERIOD_HI_BITS;
+}
+
+static inline void task_set_strikes(struct tw_task *task, unsigned strikes)
+{
+	struct task_cold *cold = task_cold(task);
+	cold->period_hi =
+		(uint16_t)((cold->period_hi & PERIOD_HI_MASK) | strikes << PERIOD_HI_BITS);
 }
 
 /* Lock held, both. TW_NEVER is kept as a wide delay whose high part is UINT16_MAX, above

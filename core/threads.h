@@ -27,8 +27,13 @@ bool tw__runs_idle(struct tw_engine *e, uint64_t except);
 
 /* executor.c */
 bool tw__engine_on_executor(const struct tw_engine *e);
-/* The executor of e that the calling thread is, or NULL. */
+/* The executor of e that the calling thread is, or NULL (the wheel runner during a
+ * TW_ON_WHEEL_THREAD run). */
 struct executor *tw__current_executor(const struct tw_engine *e);
+/* Whether the calling thread is e's wheel thread running a TW_ON_WHEEL_THREAD callback. */
+bool tw__engine_on_wheel_run(const struct tw_engine *e);
+/* Wheel thread, no task lock held: runs the firing dispatch gave the wheel runner. */
+void tw__run_on_wheel_thread(struct tw_engine *e, struct firing *f);
 
 /* Wheel thread: wheel_thread.c. */
 int tw__wheel_thread_start(struct tw_engine *e);

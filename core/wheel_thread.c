@@ -343,7 +343,12 @@ static enum dispatched dispatch(struct tw_engine *e, struct tw_task *task, uint6
 	struct firing f = { .task = task,
 			    .due_ns = due_ns,
 			    .skipped = task->skipped ? task_cold(task)->skipped_since_run : 0 };
-	if (!tw__executor_push(executor_for(e, task, concurrent), &f)) {
+	if (traits & TRAIT_ON_WHEEL) {
+		/* Runs once the task's lock is let go (run_on_wheel): one a round at a time. */
+		e->wheel_run = f;
+		e->wheel_run_pending = true;
+		count_handed(wheel_runner(e));
+	} else if (!tw__executor_push(executor_for(e, task, concurrent), &f)) {
 		if (!periodic)
 			return NO_ROOM;
 		skip(task, &task_cold(task)->skipped_overload, &e->skipped_overload, 1);
@@ -401,6 +406,17 @@ static bool fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 	return true;
 }
 
+/* Runs the TW_ON_WHEEL_THREAD firing dispatch just took, if any; no task lock held. The
+ * executors are woken for what they got first, so that the callback holds up none of it. */
+static inline void run_on_wheel(struct tw_engine *e)
+{
+	if (__builtin_expect(!e->wheel_run_pending, 1))
+		return;
+	e->wheel_run_pending = false;
+	tw__executors_kick(e);
+	tw__run_on_wheel_thread(e, &e->wheel_run);
+}
+
 static void hand_out(struct tw_engine *e, struct tw_task *task, uint64_t target)
 {
 	tw__task_lock(task);
@@ -420,6 +436,7 @@ static void hand_out(struct tw_engine *e, struct tw_task *task, uint64_t target)
 	if (!fire(e, task, target))
 		ready_append(e, task);
 	tw__task_unlock(task);
+	run_on_wheel(e);
 }
 
 /* Hands out up to n of what the ready list holds, oldest first, until a one-shot finds every
@@ -440,6 +457,7 @@ static void hand_out_ready(struct tw_engine *e, uint64_t target, uint64_t n)
 			e->ready_owed = owed - 1;
 		}
 		tw__task_unlock(task);
+		run_on_wheel(e);
 		if (!out)
 			return;
 	}
@@ -633,11 +651,20 @@ static void *wheel_main(void *arg)
 			if (!may_sleep(e, until))
 				continue; /* mail came in during the round: take it in first */
 		}
+		if (atomic_load(&e->wheel_quit))
+			break; /* stopped by a TW_ON_WHEEL_THREAD callback: do not wait */
 		uint64_t round_end = monotonic_ns();
 		bump_by(&e->wheel_busy_ns, round_end - round_start);
 		wait_for_work(e, timeout_ms);
 		atomic_store_explicit(&e->sleeps_until, 0, memory_order_seq_cst); /* awake */
 		round_start = monotonic_ns();
+	}
+	if (atomic_load_explicit(&e->destroy_by, memory_order_acquire) == wheel_runner(e)) {
+		/* Destroy was called in a callback of ours: complete it; nobody joins this
+		 * thread then. */
+		(void)pthread_detach(pthread_self()); /* fails only for a joined thread */
+		e->wheel_thread_started = false;
+		e->finish_destroy(e, NULL);
 	}
 	return NULL;
 }
@@ -656,6 +683,8 @@ void tw__wheel_thread_join(struct tw_engine *e)
 	if (!e->wheel_thread_started)
 		return;
 	atomic_store(&e->wheel_quit, true);
+	if (pthread_equal(pthread_self(), e->wheel_thread))
+		return; /* a stop in a TW_ON_WHEEL_THREAD callback: destroy joins it */
 	tw__engine_wake(e);
 	int err = pthread_join(e->wheel_thread, NULL);
 	if (err)

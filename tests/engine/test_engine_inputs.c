@@ -64,7 +64,13 @@ Test(inputs, add_refuses_null_pointers_missing_callback_and_unknown_flags)
 	tw_task_spec bad = good;
 	bad.callback = NULL;
 	cr_assert_eq(tw_add(e, &bad, &id), -TW_EINVAL);
-	const unsigned flags[] = { 4u, 0x80u, TW_CONCURRENT | 4u, TW_RUN_LATE | 8u, 1u << 31, ~0u };
+	const unsigned flags[] = { 8u,
+				   0x80u,
+				   TW_CONCURRENT | 8u,
+				   TW_RUN_LATE | 16u,
+				   1u << 31,
+				   ~0u,
+				   TW_CONCURRENT | TW_ON_WHEEL_THREAD };
 	for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
 		bad = good;
 		bad.flags = flags[i];

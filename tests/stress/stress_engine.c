@@ -7,7 +7,8 @@
  * array of task slots while tasks fire every 1-20 ms on executor threads.
  * Callbacks reschedule, pause and cancel themselves, act on other slots, add
  * tasks, sometimes fail or run slowly (over 1 ms: stuck, run_limit_ms); some
- * tasks are TW_CONCURRENT. It ends
+ * tasks are TW_CONCURRENT, some serial ones TW_ON_WHEEL_THREAD (the slow ones
+ * are moved to the executors by the budget guard). It ends
  * with tw_engine_stop (drained) and tw_engine_destroy.
  * Then the same churn on the manual clock, two application threads advancing it.
  * Phase 2 (teardown): rounds in which, while callbacks that sleep a few ms
@@ -85,6 +86,7 @@ struct rec {
 	int magic;
 	unsigned kind;
 	bool concurrent;
+	bool on_wheel; /* TW_ON_WHEEL_THREAD (the budget guard may move it off) */
 	struct phase *ph;
 	/* shared */
 	_Atomic tw_id id;   /* 0 until tw_add returned */
@@ -258,13 +260,16 @@ static struct rec *add_task(struct phase *ph, unsigned kind, bool one_shot)
 	struct rec *r = rec_new(ph, kind, !one_shot && rnd(4) == 0);
 	if (!r)
 		return NULL;
+	r->on_wheel = !r->concurrent && rnd(4) == 0;
 	tw_task_spec spec = {
 		.delay_ms = 1 + rnd(20),
 		.period_ms = one_shot || rnd(4) == 0 ? 0 : 1 + rnd(20),
 		.callback = callback,
 		.arg = r,
 		.release = release,
-		.flags = r->concurrent ? TW_CONCURRENT : 0,
+		.flags = r->concurrent ? TW_CONCURRENT :
+			 r->on_wheel   ? TW_ON_WHEEL_THREAD :
+					 0,
 	};
 	atomic_fetch_add(&ph->live, 1);
 	tw_id id = 0;
@@ -318,6 +323,9 @@ static void check_info(struct phase *ph, struct rec *r, tw_id id, const tw_task_
 	if (!r->concurrent && info->running > 1)
 		fail("%s: serial task %" PRIu64 ": %u runs in progress", ph->name, id,
 		     info->running);
+	if (info->on_wheel_thread && !r->on_wheel)
+		fail("%s: task %" PRIu64 ": on the wheel thread, added without the flag", ph->name,
+		     id);
 	if (released_before && !ended)
 		fail("%s: task %" PRIu64 ": released, but tw_get says state %d", ph->name, id,
 		     (int)info->state);
