@@ -48,6 +48,8 @@ def main():
         fail('tool/scenario are %r/%r' % (report['tool'], report['scenario']))
     if report['params'].get('tasks') != float(options[options.index('--tasks') + 1]):
         fail('params.tasks is %r' % report['params'].get('tasks'))
+    if report['params'].get('on_wheel_thread') != float('--on-wheel-thread' in options):
+        fail('params.on_wheel_thread is %r' % report['params'].get('on_wheel_thread'))
     for key in ('host', 'kernel', 'arch', 'cpu', 'cpus', 'compiler', 'build', 'git', 'date'):
         if report['machine'].get(key) in (None, ''):
             fail('machine.%s is empty' % key)

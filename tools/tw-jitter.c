@@ -2,7 +2,8 @@
  * tw-jitter - how precisely tickwheel fires on this machine.
  *
  *   tw-jitter [--tasks N] [--period 200ms | 100-500ms] [--seconds S | --duration 1.5m]
- *             [--executors N] [--floor 5s] [--json FILE] [--plot FILE.png]
+ *             [--executors N] [--on-wheel-thread] [--floor 5s] [--json FILE]
+ *             [--plot FILE.png]
  *   tw-jitter -h | --help | --version
  *
  * Runs N periodic tasks (periods drawn in whole ms from the range) on the
@@ -39,6 +40,7 @@
 struct options {
 	uint64_t tasks, period_lo_ns, period_hi_ns, duration_ns, executors, floor_ns;
 	const char *json, *plot;
+	bool on_wheel_thread;
 };
 
 static struct lateness late;
@@ -64,8 +66,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: tw-jitter [--tasks N] [--period 200ms | 100-500ms]\n"
-		"                 [--seconds S | --duration D] [--executors N] [--floor D]\n"
-		"                 [--json FILE] [--plot FILE.png]\n"
+		"                 [--seconds S | --duration D] [--executors N]\n"
+		"                 [--on-wheel-thread] [--floor D] [--json FILE] [--plot FILE.png]\n"
 		"       tw-jitter -h | --help | --version\n"
 		"\n"
 		"How precisely tickwheel fires on this machine: N periodic tasks on the real\n"
@@ -78,6 +80,7 @@ static void usage(FILE *out)
 		"  --seconds S      how long to run, 1 .. %" PRIu64 " (default 10)\n"
 		"  --duration D     the same as a duration: 90s, 1.5m\n"
 		"  --executors N    executor threads, 0 .. %d (default 0: one per CPU)\n"
+		"  --on-wheel-thread  the tasks run on the wheel thread (TW_ON_WHEEL_THREAD)\n"
 		"  --floor D        first measure for D how precisely the machine itself wakes\n"
 		"                   a thread (at least twice the longest period)\n"
 		"  --json FILE      the figures, the machine's facts and the series as JSON\n"
@@ -98,6 +101,7 @@ enum {
 	OPT_DURATION,
 	OPT_EXECUTORS,
 	OPT_FLOOR,
+	OPT_ON_WHEEL_THREAD,
 	OPT_JSON,
 	OPT_PLOT
 };
@@ -109,6 +113,7 @@ static const struct cli_option option_table[] = {
 	{ "--duration", OPT_DURATION, true },
 	{ "--executors", OPT_EXECUTORS, true },
 	{ "--floor", OPT_FLOOR, true },
+	{ "--on-wheel-thread", OPT_ON_WHEEL_THREAD, false },
 	{ "--json", OPT_JSON, true },
 	{ "--plot", OPT_PLOT, true },
 	{ NULL, 0, false },
@@ -116,8 +121,10 @@ static const struct cli_option option_table[] = {
 
 static struct options parse(int argc, char **argv)
 {
-	struct options o = { 1,   200 * NS_PER_MS, 200 * NS_PER_MS, 10000 * NS_PER_MS, 0, 0, NULL,
-			     NULL };
+	struct options o = { .tasks = 1,
+			     .period_lo_ns = 200 * NS_PER_MS,
+			     .period_hi_ns = 200 * NS_PER_MS,
+			     .duration_ns = 10000 * NS_PER_MS };
 	const char *floor_text = NULL;
 	uint64_t lo_ms, hi_ms;
 	struct cli c;
@@ -146,6 +153,9 @@ static struct options parse(int argc, char **argv)
 		case OPT_FLOOR:
 			o.floor_ns = cli_ms(PROG, opt, value, 1, MAX_SECONDS * 1000) * NS_PER_MS;
 			floor_text = value;
+			break;
+		case OPT_ON_WHEEL_THREAD:
+			o.on_wheel_thread = true;
 			break;
 		case OPT_JSON:
 			o.json = value;
@@ -187,6 +197,7 @@ static void fill_report(struct report *r, const struct options *o, tw_engine_sta
 	const char *tw = "tickwheel";
 	uint64_t runs = lateness_runs(&late);
 	report_param(r, "tasks", (double)o->tasks);
+	report_param(r, "on_wheel_thread", o->on_wheel_thread);
 	report_param(r, "period_ms", (double)(o->period_lo_ns / NS_PER_MS));
 	report_param(r, "period_max_ms", (double)(o->period_hi_ns / NS_PER_MS));
 	report_param(r, "seconds", (double)o->duration_ns / 1e9);
@@ -309,7 +320,8 @@ int main(int argc, char **argv)
 		tw_task_spec spec = { .delay_ms = 1 + (uint64_t)rand() % period,
 				      .period_ms = period,
 				      .callback = run,
-				      .arg = &tasks[i] };
+				      .arg = &tasks[i],
+				      .flags = o.on_wheel_thread ? TW_ON_WHEEL_THREAD : 0 };
 		tw_id id;
 		if ((rc = tw_add(e, &spec, &id))) {
 			fprintf(stderr, "tw-jitter: adding task %" PRIu64 ": %s\n", i,

@@ -183,7 +183,7 @@ int scenario_blocker(const struct suite_options *opt, struct report *r)
 			(unsigned long long)block_ms, BLOCK_AT_MS, p.seconds);
 		return 2;
 	}
-	const struct loop_impl *impls[4];
+	const struct loop_impl *impls[SUITE_LOOPS_MAX];
 	size_t n = opt->peers ? loops_wanted(opt, impls) : (impls[0] = &tickwheel_loop, 1);
 	struct outcome *o = calloc(n, sizeof *o);
 	struct blocker *k = calloc(n, sizeof *k);

@@ -212,7 +212,7 @@ static int run_all(const struct suite_options *opt, const struct shape *shape, c
 		report_param(r, "busy_ms", (double)shape->busy_ms);
 	report_param(r, "seed", (double)opt->seed);
 	report_param(r, "executors", opt->executors);
-	const struct loop_impl *impls[4];
+	const struct loop_impl *impls[SUITE_LOOPS_MAX];
 	size_t count = loops_wanted(opt, impls);
 	struct outcome *o = calloc(count, sizeof *o);
 	if (!o) {
@@ -229,7 +229,7 @@ static int run_all(const struct suite_options *opt, const struct shape *shape, c
 	for (size_t k = 1; k < count; k++)
 		report_note(r, "%s: %s", impls[k]->name, impls[k]->differs);
 	if (opt->plot_dir) {
-		struct plot_series s[4];
+		struct plot_series s[SUITE_LOOPS_MAX];
 		for (size_t k = 0; k < count; k++) {
 			s[k] = cdf_plot_series(o[k].impl, o[k].cdf_x, o[k].cdf_y, o[k].cdf_n);
 		}

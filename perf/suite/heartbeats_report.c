@@ -131,7 +131,7 @@ void heartbeats_pictures(const struct suite_options *opt, struct report *r, stru
 	lo = lo > 0 ? lo - 1 : 0;
 	hi = hi + 1 < DEV_BINS ? hi + 1 : DEV_BINS - 1;
 	size_t count = lo <= hi ? hi - lo + 1 : 0;
-	struct plot_series cdf[4], hist[4];
+	struct plot_series cdf[SUITE_LOOPS_MAX], hist[SUITE_LOOPS_MAX];
 	for (size_t k = 0; k < n; k++) {
 		hist[k] = (struct plot_series){ o[k].impl, x + lo, o[k].dev_y + 1 + lo, count };
 		report_series(r, o[k].impl, "interval_deviation_histogram", hist[k].x, hist[k].y,

@@ -56,7 +56,7 @@ int scenario_idle(const struct suite_options *opt, struct report *r)
 	report_param(r, "seconds", seconds);
 	report_param(r, "period_ms", PERIOD_MS);
 	report_param(r, "executors", opt->executors);
-	const struct loop_impl *impls[4];
+	const struct loop_impl *impls[SUITE_LOOPS_MAX];
 	size_t n = loops_wanted(opt, impls);
 	for (size_t k = 0; k < n; k++) {
 		int rc = run_one(impls[k], opt, seconds, r);

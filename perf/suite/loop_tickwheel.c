@@ -1,7 +1,8 @@
 /*
  * loop_tickwheel.c - the loops.h timers on tickwheel's public API: one engine,
  * each timer a serial task whose callback reports its start; run_until()
- * only sleeps, since the engine fires on its own threads.
+ * only sleeps, since the engine fires on its own threads. The loop
+ * "tickwheel-wheel-thread" is the same with TW_ON_WHEEL_THREAD tasks.
  */
 #include "loop_measure.h"
 #include "loops.h"
@@ -22,6 +23,7 @@ struct tw_loop {
 	loop_fire_fn fire;
 	void *ctx;
 	size_t count;
+	unsigned flags; /* of every task */
 	struct tw_timer *timers;
 };
 
@@ -33,8 +35,8 @@ static int run_timer(const tw_fire *fire, void *arg)
 	return 0;
 }
 
-static void *tw_loop_create(size_t timers, loop_fire_fn fire, void *ctx,
-			    const struct suite_options *opt)
+static void *tw_loop_create_with(size_t timers, loop_fire_fn fire, void *ctx,
+				 const struct suite_options *opt, unsigned flags)
 {
 	struct tw_loop *l = calloc(1, sizeof *l);
 	if (l)
@@ -59,7 +61,20 @@ static void *tw_loop_create(size_t timers, loop_fire_fn fire, void *ctx,
 	l->fire = fire;
 	l->ctx = ctx;
 	l->count = timers;
+	l->flags = flags;
 	return l;
+}
+
+static void *tw_loop_create(size_t timers, loop_fire_fn fire, void *ctx,
+			    const struct suite_options *opt)
+{
+	return tw_loop_create_with(timers, fire, ctx, opt, 0);
+}
+
+static void *tw_loop_create_wheel_thread(size_t timers, loop_fire_fn fire, void *ctx,
+					 const struct suite_options *opt)
+{
+	return tw_loop_create_with(timers, fire, ctx, opt, TW_ON_WHEEL_THREAD);
 }
 
 /* The delay from the engine's now (its 1 ms grid, rounded up) to the grid
@@ -77,7 +92,8 @@ static int tw_loop_arm(void *loop, size_t timer, uint64_t first_due_ns, uint64_t
 	tw_task_spec spec = { .delay_ms = delay_to(first_due_ns, before),
 			      .period_ms = period_ms,
 			      .callback = run_timer,
-			      .arg = &l->timers[timer] };
+			      .arg = &l->timers[timer],
+			      .flags = l->flags };
 	tw_id id;
 	int rc = tw_add(l->engine, &spec, &id);
 	/* The engine reads its own now: if the grid ticked in between, the due
@@ -138,6 +154,18 @@ const struct loop_impl tickwheel_loop = {
 		   "(no drift), callbacks on executor threads, a firing that cannot run is "
 		   "skipped and counted, never queued",
 	.create = tw_loop_create,
+	.arm = tw_loop_arm,
+	.run_until = tw_loop_run_until,
+	.wakeups = tw_loop_wakeups,
+	.skips = tw_loop_skips,
+	.destroy = tw_loop_destroy,
+};
+
+const struct loop_impl tickwheel_wheel_thread_loop = {
+	.name = "tickwheel-wheel-thread",
+	.differs = "tickwheel with TW_ON_WHEEL_THREAD tasks: callbacks on the wheel thread, no "
+		   "hand-over to an executor",
+	.create = tw_loop_create_wheel_thread,
 	.arm = tw_loop_arm,
 	.run_until = tw_loop_run_until,
 	.wakeups = tw_loop_wakeups,

@@ -5,6 +5,7 @@
 
 const struct loop_impl *const suite_loops[] = {
 	&tickwheel_loop,
+	&tickwheel_wheel_thread_loop,
 #ifdef HAVE_LIBUV
 	&libuv_loop,
 #endif

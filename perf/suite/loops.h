@@ -52,6 +52,8 @@ struct loop_impl {
 };
 
 extern const struct loop_impl tickwheel_loop;
+/* tickwheel with TW_ON_WHEEL_THREAD tasks; run as a peer (--peers tickwheel-wheel-thread). */
+extern const struct loop_impl tickwheel_wheel_thread_loop;
 #ifdef HAVE_LIBUV
 extern const struct loop_impl libuv_loop;
 #endif
@@ -63,6 +65,7 @@ extern const struct loop_impl libev_loop;
 #endif
 
 /* tickwheel first, then every peer built in; NULL-terminated. */
+enum { SUITE_LOOPS_MAX = 5 }; /* tickwheel and the peers, at most */
 extern const struct loop_impl *const suite_loops[];
 
 #endif
