@@ -61,6 +61,8 @@ static const struct scenario scenarios[] = {
 	  "tw_list per task visited at N tasks, under resets; tw_stats, tw_metrics_format" },
 	{ "lumps", scenario_lumps,
 	  "N timers due within a second, the wheel advanced tick by tick: the longest tick" },
+	{ "reap", scenario_reap,
+	  "heartbeats while N tasks are added, cancelled, reaped: each phase's lateness" },
 	{ "callgrind-op", scenario_callgrind_op,
 	  "one operation over N timers of the wheel or a peer, for perf/callgrind.sh" },
 	{ "icount", scenario_icount,
@@ -328,7 +330,7 @@ int main(int argc, char **argv)
 				PROG,
 				"unknown scenario '%s' (heartbeats, sessions, churn, burst, "
 				"oneshots-busy, blocker, queued-behind, idle, stall, ops, dispatch, list, "
-				"lumps, callgrind-op, icount)",
+				"lumps, reap, callgrind-op, icount)",
 				argv[1]);
 	}
 	struct suite_options opt = parse(argc, argv, s ? 2 : 1);

@@ -58,6 +58,7 @@ int scenario_ops(const struct suite_options *opt, struct report *r);
 int scenario_dispatch(const struct suite_options *opt, struct report *r);
 int scenario_list(const struct suite_options *opt, struct report *r);
 int scenario_lumps(const struct suite_options *opt, struct report *r);
+int scenario_reap(const struct suite_options *opt, struct report *r);
 int scenario_callgrind_op(const struct suite_options *opt, struct report *r);
 int scenario_icount(const struct suite_options *opt, struct report *r);
 
