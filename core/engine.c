@@ -133,6 +133,7 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 		return -TW_ENOMEM;
 	}
 	__cds_wfcq_init(&e->mail_head, &e->mail_tail);
+	__cds_wfcq_init(&e->backlog_head, &e->backlog_tail);
 	uint64_t now = monotonic_ns();
 	e->epoch_ns = now - now % NS_PER_MS;
 	atomic_init(&e->manual_now_ns, e->epoch_ns); /* manual time starts on the grid */

@@ -42,7 +42,12 @@ struct tw_engine {
 	struct firing wheel_run; /* a TW_ON_WHEEL_THREAD firing to run once the task is unlocked */
 	bool wheel_run_pending;
 	struct tw_task *ready_head, *ready_tail; /* due, not yet handed out: FIFO */
-	uint64_t ready_count;                    /* tasks in the ready list */
+	/* mail taken from the mailbox and not yet read: at most MAIL_PER_ROUND a round */
+	struct __cds_wfcq_head backlog_head;
+	struct cds_wfcq_tail backlog_tail;
+	uint64_t reap_tick;         /* the latest tick an ended task is filed at for reaping */
+	uint32_t reaps_in_tick;     /* and how many are filed there (REAPS_PER_TICK at most) */
+	uint64_t ready_count;       /* tasks in the ready list */
 	uint64_t ready_owed;        /* manual clock: of those, at its head, the ones due by the last
 			      * tw_advance (the rest came due after it: they wait for the next) */
 	_Atomic uint64_t ready_due; /* published: firings due and not handed out (tw_quiesce) */

@@ -15,6 +15,7 @@
 #include "threads.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -104,12 +105,36 @@ static void file_task(struct tw_engine *e, struct tw_task *task, uint64_t tick,
 static bool fire(struct tw_engine *e, struct tw_task *task, uint64_t target);
 
 /*
+ * Reaping a task costs a lock, a store and a call_rcu, and a million tasks
+ * cancelled at once end within a few rounds: filed in one tick, they would be
+ * reaped in one round while every firing due waits. The ticks of reaping are
+ * filled up to REAPS_PER_TICK each, the rest going to the ticks after: a task
+ * may be kept a little longer than retain_ms, never less. Not on the manual
+ * clock, where tw_advance(retain_ms + 1) reaps every task ended before it.
+ */
+enum { REAPS_PER_TICK = 1024 };
+
+static __attribute__((noinline)) uint64_t reaping_tick(struct tw_engine *e, uint64_t earliest)
+{
+	if (earliest > e->reap_tick) {
+		e->reap_tick = earliest;
+		e->reaps_in_tick = 0;
+	} else if (e->reaps_in_tick >= REAPS_PER_TICK) {
+		e->reap_tick++;
+		e->reaps_in_tick = 0;
+	}
+	e->reaps_in_tick++;
+	return e->reap_tick;
+}
+
+/*
  * Lock held. Makes the wheel agree with what the task now wants. A due the
  * wheel has already passed (the mail came in while it advanced) goes to the
  * ready list, handed out this round (on the manual clock: by the next
  * tw_advance): re-filing it would make it wait for the next tick.
  */
-static void reconcile(struct tw_engine *e, struct tw_task *task)
+static inline __attribute__((always_inline)) void reconcile(struct tw_engine *e,
+							    struct tw_task *task)
 {
 	TASK_LOCKED(task);
 	WHEEL_THREAD_ONLY();
@@ -121,7 +146,9 @@ static void reconcile(struct tw_engine *e, struct tw_task *task)
 									     TW_MAX_DELAY_MS;
 			if (task->filing == FILED_READY)
 				ready_remove(e, task);
-			file_task(e, task, wheel_now(&e->wheel) + keep + 1, FILED_REAP);
+			uint64_t tick = wheel_now(&e->wheel) + keep + 1;
+			file_task(e, task, e->cfg.manual_clock ? tick : reaping_tick(e, tick),
+				  FILED_REAP);
 		}
 		return;
 	}
@@ -154,31 +181,69 @@ static inline __attribute__((always_inline)) void take_mail(struct tw_task *task
 }
 
 /*
- * Takes in what the executors mailed (ended tasks) and, with changes, the
- * mailbox. On the manual clock the mailbox waits for the next tw_advance, so
- * that the place a change gets does not depend on when this thread woke: the
- * changes made between two advances are filed in the order they were made,
- * a task changed twice meanwhile at the place of its first change.
+ * Mail read in one round on the real clock, at most: a million adds or
+ * cancels in a burst would otherwise be filed in one round, and every firing
+ * due meanwhile would wait for the lot. The rest waits in the backlog, read
+ * first the next round, which comes at once (the thread does not sleep on a
+ * backlog), after the round's firings are handed out.
  */
-static void read_mail(struct tw_engine *e, bool changes)
+enum { MAIL_PER_ROUND = 2048 };
+
+/*
+ * Takes in what the executors mailed (ended tasks) and, with changes, the
+ * mailbox, in the order it was mailed. On the manual clock the mailbox waits
+ * for the next tw_advance, and is then read whole, so that the place a change
+ * gets does not depend on when this thread woke: the changes made between two
+ * advances are filed in the order they were made, a task changed twice
+ * meanwhile at the place of its first change.
+ *
+ * On the real clock the wheel thread never waits for a mailer: one preempted
+ * halfway through queueing leaves a link unset, and liburcu's blocking reads
+ * then sleep 10 ms. A read that would block stops there; false says so, and
+ * the rest is read the next round.
+ */
+static bool read_mail(struct tw_engine *e, bool changes)
 {
 	unsigned running = executors_running(e);
 	for (unsigned i = 0; i < running; i++)
 		tw__executor_take_ended(&e->executors[i], take_mail, e);
 	if (!changes)
-		return;
-	struct __cds_wfcq_head head;
-	struct cds_wfcq_tail tail;
-	struct cds_wfcq_node *node, *next;
-	__cds_wfcq_init(&head, &tail);
-	if (__cds_wfcq_splice_blocking(&head, &tail, &e->mail_head, &e->mail_tail) ==
-	    CDS_WFCQ_RET_SRC_EMPTY)
-		return;
-	__cds_wfcq_for_each_blocking_safe (&head, &tail, node, next) {
+		return true;
+	if (e->cfg.manual_clock) {
+		struct __cds_wfcq_head head;
+		struct cds_wfcq_tail tail;
+		struct cds_wfcq_node *node, *next;
+		__cds_wfcq_init(&head, &tail);
+		if (__cds_wfcq_splice_blocking(&head, &tail, &e->mail_head, &e->mail_tail) ==
+		    CDS_WFCQ_RET_SRC_EMPTY)
+			return true;
+		__cds_wfcq_for_each_blocking_safe (&head, &tail, node, next) {
+			struct tw_task *task = task_of_mail_link(node);
+			HANDOVER_ACQUIRE(task);
+			take_mail(task, e);
+		}
+		return true;
+	}
+	if (__cds_wfcq_splice_nonblocking(&e->backlog_head, &e->backlog_tail, &e->mail_head,
+					  &e->mail_tail) == CDS_WFCQ_RET_WOULDBLOCK)
+		return false;
+	for (unsigned budget = MAIL_PER_ROUND; budget; budget--) {
+		struct cds_wfcq_node *node =
+			__cds_wfcq_dequeue_nonblocking(&e->backlog_head, &e->backlog_tail);
+		if (node == CDS_WFCQ_WOULDBLOCK)
+			return false;
+		if (!node)
+			break;
 		struct tw_task *task = task_of_mail_link(node);
 		HANDOVER_ACQUIRE(task);
 		take_mail(task, e);
 	}
+	return true;
+}
+
+static bool backlog_empty(struct tw_engine *e)
+{
+	return cds_wfcq_empty(&e->backlog_head, &e->backlog_tail);
 }
 
 static void give_back(struct rcu_head *head)
@@ -616,7 +681,7 @@ static void *wheel_main(void *arg)
 		bool advancing = !e->cfg.manual_clock || asked != handled;
 		uint64_t target = advancing ? current_tick(e) : wheel_now(&e->wheel);
 		plan_round(e);
-		read_mail(e, advancing);
+		bool mail_read = read_mail(e, advancing);
 		if (!advancing && e->ready_owed) /* due by an advance, waiting for room */
 			hand_out_ready(e, target, e->ready_owed);
 		if (advancing) {
@@ -648,7 +713,9 @@ static void *wheel_main(void *arg)
 			atomic_store_explicit(&e->ready_due, e->ready_count, memory_order_release);
 			uint64_t until = UINT64_MAX;
 			timeout_ms = arm_for_next(e, &armed, &until);
-			if (!may_sleep(e, until))
+			if (!mail_read)
+				(void)sched_yield(); /* let the mailer finish; always succeeds */
+			if (!backlog_empty(e) || !may_sleep(e, until))
 				continue; /* mail came in during the round: take it in first */
 		}
 		if (atomic_load(&e->wheel_quit))

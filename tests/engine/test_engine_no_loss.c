@@ -391,3 +391,42 @@ Test(no_loss, a_million_one_shots_on_one_executor_all_run, .timeout = 120)
 	tw_engine_destroy(e);
 	assert_no_leaks();
 }
+
+/* Real clock: the wheel thread reads a bounded amount of mail per round and keeps the rest
+ * for the next rounds; a burst of adds far beyond one round's, then of cancels, is taken in
+ * whole: every one-shot runs, every cancelled task is released and reaped. */
+Test(no_loss, a_burst_of_mail_beyond_one_round_is_all_taken_in)
+{
+	enum { N = 50000 };
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = 2;
+	cfg.retain_ms = 1;
+	tw_engine *e = engine_new(&cfg);
+	struct counts runs = { 0 }, cancelled = { 0 };
+	for (int i = 0; i < N; i++)
+		add_counted(e, &runs, 5, 0);
+	cr_assert(wait_eq(&runs.runs, N), "%" PRIu64 " runs of %d", atomic_load(&runs.runs), N);
+	cr_assert(wait_eq(&runs.releases, N));
+	tw_id *ids = malloc(N * sizeof *ids);
+	cr_assert_not_null(ids);
+	for (int i = 0; i < N; i++)
+		ids[i] = add_counted(e, &cancelled, 60000, 0);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(tw_cancel(e, ids[i]), TW_OK);
+	cr_assert_eq(atomic_load(&cancelled.releases), N);
+	/* Reaped: the ids stop answering once the wheel thread took in every cancel. */
+	uint64_t deadline = test_now_ns() + WAIT_LIMIT_MS * NS_PER_MS;
+	tw_task_info info;
+	while (tw_get(e, ids[N - 1], &info) == TW_OK && test_now_ns() < deadline)
+		sleep_ms(1);
+	cr_assert_eq(tw_get(e, ids[N - 1], &info), -TW_ENOTFOUND, "the last cancel was not reaped");
+	tw_engine_stats st = stats_of(e);
+	cr_assert_eq(st.tasks_live, 0);
+	cr_assert_eq(st.tasks_completed, N);
+	cr_assert_eq(st.tasks_stopped, N);
+	free(ids);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&cancelled.runs), 0);
+	assert_no_leaks();
+}
