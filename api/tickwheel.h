@@ -218,6 +218,9 @@ enum {
 	TW_ERESOURCE, /* the system refused a thread or a file descriptor */
 	TW_ENOSPACE,  /* tw_metrics_format: the text does not fit the buffer (see there) */
 	TW_EWRITE,    /* tw_metrics_write: the caller's writer returned nonzero */
+	TW_ESYNTAX,   /* tw_cron_parse: the expression is not valid (tw_cron_error says where) */
+	TW_ENOZONE,   /* tw_cron_parse: the time zone is unknown, or its file unreadable */
+	TW_ENOMATCH,  /* tw_cron_next: no fire time within the search bound (see there) */
 };
 
 typedef enum { TW_WAITING, TW_RUNNING, TW_PAUSED, TW_COMPLETED, TW_STOPPED } tw_state;
@@ -794,6 +797,131 @@ TW_API int tw_advance(tw_engine *e, uint64_t ms);
  * waiting.
  */
 TW_API int tw_quiesce(tw_engine *e);
+
+/*
+ * Calendar schedules: cron expressions, parsed and evaluated by the library
+ * alone (no engine, no thread, no clock read: the time is passed in), so a
+ * program can check an expression and show its next fire times before it
+ * uses it. Times are nanoseconds since the Unix epoch (CLOCK_REALTIME's
+ * count, without leap seconds), in an int64_t: 1677 to 2262.
+ *
+ * Syntax, as Vixie cron and robfig/cron read it:
+ *
+ *   [CRON_TZ=ZONE |TZ=ZONE ] SEC MIN HOUR DAY-OF-MONTH MONTH DAY-OF-WEEK
+ *   [CRON_TZ=ZONE |TZ=ZONE ] MIN HOUR DAY-OF-MONTH MONTH DAY-OF-WEEK   (seconds 0)
+ *   [CRON_TZ=ZONE |TZ=ZONE ] @yearly | @annually | @monthly | @weekly | @daily |
+ *                            @midnight | @hourly | @every DURATION
+ *
+ *  - fields are separated by blanks (spaces, tabs); seconds and minutes are
+ *    0-59, hours 0-23, days of the month 1-31, months 1-12 or JAN-DEC, days
+ *    of the week 0-7 (0 and 7 are Sunday) or SUN-SAT; names are three
+ *    letters, in any case, as are the macros;
+ *  - each field is a list of items separated by commas; an item is "*" (every
+ *    value), a value, a range "10-40" (its start not after its end: no
+ *    wrapping), each with an optional step "/N", N >= 1: "*\/5" (a comment
+ *    cannot hold "*" and "/" together: read it without the backslash),
+ *    "10-40/10", and "5/15", which is "5-59/15"; "?" is "*" in day-of-month and
+ *    day-of-week, and refused elsewhere;
+ *  - the day: when day-of-month and day-of-week are both restricted, a day
+ *    matching either matches ("0 0 1,15 * MON": the 1st, the 15th and every
+ *    Monday); when either is written "*" or "?" (a step of 1 at most), the
+ *    other alone decides. "*\/2" is restricted (robfig/cron's rule);
+ *  - the macros are "0 0 0 1 1 *", the same, "0 0 0 1 * *", "0 0 0 * * 0",
+ *    "0 0 0 * * *", the same, "0 0 * * * *";
+ *  - "@every DURATION" (a duration as tw_parse_duration reads it, above 0:
+ *    "@every 150ms", "@every 1.5s"; a bare number is milliseconds) is a fixed
+ *    period counted from the time the schedule is planned, not aligned to
+ *    the clock or the zone: its fire times after T are T + k x DURATION,
+ *    to the nanosecond. Every other schedule fires on whole seconds.
+ *
+ * Zones. A schedule's local time is that of its zone: the ZONE of a
+ * "CRON_TZ=" or "TZ=" prefix (robfig/cron's), an IANA name such as
+ * Europe/Berlin read from the system's zoneinfo ($TZDIR, else
+ * /usr/share/zoneinfo: Debian's tzdata package), "UTC" (needs no file), or
+ * "Local"; without a prefix, Local: the process's zone as glibc's
+ * localtime() finds it (the TZ variable, else /etc/localtime, else UTC).
+ * The zone's rules are read once, when the expression is parsed, and kept
+ * in the schedule: tzset() is never called and the process's TZ never
+ * changed or consulted again, so a later change of TZ or /etc/localtime
+ * does not move a parsed schedule (parse it again). Parsing reads the zone's
+ * file (a few KiB), Local's too.
+ *
+ * Daylight-saving time and other changes of a zone's offset:
+ *  - a local time that occurs twice (the clock set back: 02:00-03:00 on the
+ *    last Sunday of October in Berlin) fires once, at its first occurrence;
+ *  - a local time that does not occur that day (the clock set forward:
+ *    02:00-03:00 on the last Sunday of March in Berlin) fires at the instant
+ *    the clock jumps (03:00 in Berlin), once however many of the skipped
+ *    times match, as Vixie cron runs such jobs, so that a nightly job at
+ *    02:30 does not lose a night (robfig/cron and systemd skip it);
+ *  - except for "wild" schedules, whose hour or minute field starts with "*"
+ *    ("0 *\/5 * * * *", "@hourly"; Vixie cron's rule): they fire at every
+ *    instant whose local clock matches, twice in a repeated hour and not
+ *    at all in a skipped one, as a clock on the wall would show them.
+ * So a schedule's fire times are one set whatever the starting point, and
+ * consecutive calls see each fire time once.
+ */
+
+/*
+ * Where and why tw_cron_parse refused an expression. This struct does not
+ * grow.
+ */
+typedef struct {
+	size_t offset;      /* the byte where the error is (the expression's length: at its end) */
+	const char *reason; /* a static English sentence; NULL after success */
+} tw_cron_error;
+
+typedef struct tw_cron tw_cron; /* a parsed schedule; read-only once made */
+
+/**
+ * tw_cron_parse() - parses a cron expression (see "Calendar schedules").
+ * @expr: the expression, NUL-terminated; not kept.
+ * @out: receives the schedule (free it with tw_cron_free); NULL on failure.
+ * @err: if not NULL, receives the position and reason of an error.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL @expr or @out; -TW_ESYNTAX for an
+ * expression that is not valid; -TW_ENOZONE for a zone that is unknown, or
+ * whose file cannot be read or is not valid TZif data; -TW_ENOMEM when
+ * memory runs out. Any thread. Blocks while it reads the zone's file (not
+ * for "UTC"). Cost O(length) plus that read: see perf/README.md.
+ */
+TW_API int tw_cron_parse(const char *expr, tw_cron **out, tw_cron_error *err);
+
+/**
+ * tw_cron_next() - the next @n fire times strictly after @after_ns.
+ * @times: receives them in ns since the epoch, in order.
+ *
+ * Each fire time is searched for within 3660 days (ten years and more)
+ * after the one before it (after @after_ns for the first): a schedule that
+ * never fires, such as "0 0 30 2 *" (30 February), answers -TW_ENOMATCH in
+ * microseconds instead of searching forever; one that fires at all does so
+ * within that bound (29 February comes back 8 years later across 2100).
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL @cron, or NULL @times with @n > 0;
+ * -TW_ENOMATCH when a fire time is not found within the bound; -TW_ERANGE
+ * when one would be past 2262 (INT64_MAX ns). On either of those two, the
+ * times found come first in @times and every later slot holds INT64_MIN.
+ * Any thread, several at once on one schedule; never blocks, allocates
+ * nothing. Cost O(n) for @every; else about the fields' steps, per fire
+ * time: see perf/README.md.
+ */
+TW_API int tw_cron_next(const tw_cron *cron, int64_t after_ns, int64_t *times, size_t n);
+
+/**
+ * tw_cron_utc_offset() - the UTC offset of @cron's zone at @unix_ns.
+ * @offset_s: receives it, in seconds east of UTC (Berlin in summer: 7200).
+ *
+ * For showing fire times in the schedule's own local time.
+ * Return: TW_OK; -TW_EINVAL for NULL @cron or @offset_s. Any thread; never
+ * blocks; O(log changes of the zone).
+ */
+TW_API int tw_cron_utc_offset(const tw_cron *cron, int64_t unix_ns, int32_t *offset_s);
+
+/**
+ * tw_cron_free() - frees a schedule. NULL: nothing. Any thread, once no
+ * other call uses @cron; O(1).
+ */
+TW_API void tw_cron_free(tw_cron *cron);
 
 /**
  * tw_parse_duration() - parses a duration as people write it into ns.

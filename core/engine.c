@@ -52,6 +52,9 @@ const char *tw_strerror(int code)
 		[TW_ERESOURCE] = "the system refused a thread or a file descriptor",
 		[TW_ENOSPACE] = "buffer too small",
 		[TW_EWRITE] = "the writer callback failed",
+		[TW_ESYNTAX] = "not a valid cron expression",
+		[TW_ENOZONE] = "unknown or unreadable time zone",
+		[TW_ENOMATCH] = "the schedule has no fire time within the search bound",
 	};
 	/* Both signs name a code; 0u - code stays defined for INT_MIN. */
 	unsigned index = code < 0 ? 0u - (unsigned)code : (unsigned)code;

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""check_cli.py VERSION TW-JITTER TW-SHOWCASE TW-PERF WORKDIR
+"""check_cli.py VERSION TW-JITTER TW-SHOWCASE TW-PERF TW-CRON WORKDIR
 
-The command lines of the three tools, as Unix tools behave (issue 10):
+The command lines of the four tools, as Unix tools behave (issue 10):
 -h and --help print the usage on stdout and exit 0, --version prints
 "NAME (tickwheel) VERSION" and exits 0; a bad value, an unknown option, a
 missing value is one line on stderr naming the option and the value (and at
 most a hint line), exit status 2, before anything runs; an output that cannot
 be written fails the same way at once, not after the run, and leaves no file
 behind. WORKDIR is emptied and used for the files. Fails on the first
-difference, printing what was run and what came back.
+difference, printing what was run and what came back. tw-cron's output is
+checked too: its fire times, the caret under a bad expression, and running out
+of fire times.
 """
 import os
 import re
@@ -16,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 
 # A run that was not stopped by its checks would last this long (--seconds 5
 # where the program has it): the answer must come well before.
@@ -232,16 +235,94 @@ def check_perf(tool, version, work):
              [tool, 'icount', '--plot', made], res)
 
 
+def check_cron(tool, version, work):
+    name = 'tw-cron'
+    check_help(name, tool, [])
+    check_version(name, tool, version)
+    check_error(name, tool, ['--no-such-option', '@daily'], "'--no-such-option'")
+    check_error(name, tool, ['--count'], "'--count'", 'needs a value')
+    check_error(name, tool, [], 'no expression')
+    check_error(name, tool, ['@daily', '@hourly'], "'@hourly'")
+    for option, value in (('--count', '0'), ('--count', 'x'), ('--count', '100001'),
+                          ('--count', '-1'), ('--after', 'yesterday'),
+                          ('--after', '2026-03-29T01:30:00'), ('--after', '2026-13-01T00:00:00Z'),
+                          ('--after', '1e9'), ('--after', '99999999999999999999'),
+                          ('--tz', 'Mars/Olympus_Mons'), ('--tz', ''), ('--tz', 'Europe/Berlin x'),
+                          ('--tz', '../etc/passwd')):
+        bad_value(name, tool, [], option, value, '@daily')
+    check_error(name, tool, ['--count=0', '@daily'], '--count', "'0'")
+    # a bad expression: the reason, the expression, a caret under the byte at fault
+    for args, expr, offset, reason in (
+            (['0 61 * * * *'], '0 61 * * * *', 2, 'minutes are 0-59'),
+            (['0 0 0 * JANUARY *'], '0 0 0 * JANUARY *', 8, 'not a month name'),
+            (['--tz', 'Asia/Tokyo', '0 61 * * *'], '0 61 * * *', 2, 'hours are 0-23'),
+            (['CRON_TZ=Mars/X @daily'], 'CRON_TZ=Mars/X @daily', 8, 'unknown time zone'),
+            (['0\t0\t*\t*\t*\t8'], '0\t0\t*\t*\t*\t8', 10, 'days of the week'),
+            (['* * * *'], '* * * *', 7, 'too few fields')):
+        argv = [tool] + args
+        res = run(argv)
+        got = res.stderr.split('\n')
+        caret = '  ' + ''.join('\t' if ch == '\t' else ' ' for ch in expr[:offset]) + '^'
+        if (res.returncode != 2 or res.stdout or len(got) != 4 or got[3] != '' or
+                not got[0].startswith('tw-cron: ') or reason not in got[0] or
+                got[1] != '  ' + expr or got[2] != caret):
+            fail('status 2, the reason, the expression and a caret at byte %d expected'
+                 % offset, argv, res)
+    # the fire times
+    for args, want in (
+            (['0 */5 * * * *', '--count', '3', '--tz', 'Asia/Tokyo', '--after',
+              '2026-03-29T00:58:00Z'],
+             ['2026-03-29T10:00:00+09:00', '2026-03-29T10:05:00+09:00',
+              '2026-03-29T10:10:00+09:00']),
+            # the clock set forward: 02:30 does not occur, the job runs at the jump
+            (['CRON_TZ=Europe/Berlin 0 30 2 * * *', '--count', '3', '--after', '1774656000'],
+             ['2026-03-28T02:30:00+01:00', '2026-03-29T03:00:00+02:00',
+              '2026-03-30T02:30:00+02:00']),
+            # a Berlin schedule shown in New York time
+            (['CRON_TZ=Europe/Berlin 0 0 12 * * *', '--count', '2', '--tz', 'America/New_York',
+              '--after', '2026-03-29 01:30+01:00'],
+             ['2026-03-29T06:00:00-04:00', '2026-03-30T06:00:00-04:00']),
+            (['@every 150ms', '--tz', 'UTC', '--count', '2', '--after', '-0.5'],
+             ['1969-12-31T23:59:59.650+00:00', '1969-12-31T23:59:59.800+00:00'])):
+        argv = [tool] + args
+        res = run(argv)
+        if res.returncode != 0 or res.stderr or res.stdout.splitlines() != want:
+            fail('%r expected on stdout' % want, argv, res)
+    # no fire time at all, or past 2262: what there is, then one line, status 1
+    for args, lines in ((['0 0 30 2 *', '--tz', 'UTC'], 0),
+                        (['@yearly', '--tz', 'UTC', '--after', '2260-06-01T00:00:00Z'], 2)):
+        argv = [tool] + args
+        res = run(argv)
+        if (res.returncode != 1 or len(res.stdout.splitlines()) != lines or
+                len(res.stderr.splitlines()) != 1 or 'no more fire times' not in res.stderr):
+            fail('status 1, %d times and one line on stderr expected' % lines, argv, res)
+    # after now by default
+    argv = [tool, '@every 1s', '--tz', 'UTC', '--count', '1']
+    res = run(argv)
+    try:
+        when = datetime.fromisoformat(res.stdout.strip())
+    except ValueError:
+        fail('one ISO 8601 time expected', argv, res)
+    if res.returncode != 0 or abs((when - datetime.now(timezone.utc)).total_seconds()) > 30:
+        fail('a time about a second from now expected', argv, res)
+    if os.path.exists('/dev/full'):
+        with open('/dev/full', 'w') as full:
+            res = run(argv, stdout=full)
+        if res.returncode == 0 or not res.stderr:
+            fail('output into a full disk: a non-zero status and a message expected', argv, res)
+
+
 def main():
-    if len(sys.argv) != 6:
+    if len(sys.argv) != 7:
         sys.exit(__doc__)
-    version, jitter, showcase, perf, work = sys.argv[1:]
+    version, jitter, showcase, perf, cron, work = sys.argv[1:]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     check_jitter(jitter, version, work)
     check_showcase(showcase, version, work)
     check_perf(perf, version, work)
-    print('check_cli: ok: tw-jitter, tw-showcase, tw-perf')
+    check_cron(cron, version, work)
+    print('check_cli: ok: tw-jitter, tw-showcase, tw-perf, tw-cron')
 
 
 if __name__ == '__main__':

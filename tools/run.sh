@@ -8,7 +8,7 @@
 #   tools/run.sh test-tsan   the plain-program suites in build-tsan/ (ThreadSanitizer)
 #   tools/run.sh test-clang  the test suites in build-clang/, built by clang with -Werror
 #   tools/run.sh lint        the static analyser: clang-tidy (.clang-tidy) over the .c files of
-#                            wheel/ and core/, and through them the headers of api/, core/, wheel/
+#                            wheel/, core/ and calendar/, and through them their headers and api/
 #   tools/run.sh perf        the perf suite: every tw-perf scenario from build-perf/ (release),
 #                            tables, JSON and pictures into perf/out/, which git ignores
 #                            (about 10 minutes; SCENARIOS="burst idle" runs only those)
@@ -32,7 +32,7 @@ cd "$ROOT"
 
 PACKAGES=(meson ninja-build pkg-config gcc clang liburcu-dev libjemalloc-dev libcriterion-dev
 	libuv1-dev libevent-dev libev-dev valgrind gnuplot-nox abigail-tools clang-tidy clang-format
-	libmicrohttpd-dev prometheus)
+	libmicrohttpd-dev prometheus tzdata)
 
 log() { printf 'run.sh: %s\n' "$*" >&2; }
 die() { printf 'run.sh: error: %s\n' "$*" >&2; exit 1; }
@@ -247,7 +247,7 @@ do_perf_gate() {
 }
 
 # The static analyser: clang-tidy with the root's .clang-tidy, every finding an error. It reads
-# build/compile_commands.json through a copy that holds the .c files of wheel/ and core/ once
+# build/compile_commands.json through a copy that holds the .c files of wheel/, core/ and calendar/ once
 # each: the wheel's are compiled for the library and again for the wheel tests' own static
 # library, and are analysed with the library's flags only.
 do_lint() {
@@ -259,7 +259,7 @@ do_lint() {
 import json, os, sys
 
 root, src, dst = (os.path.realpath(a) for a in sys.argv[1:4])
-dirs = {os.path.join(root, 'core'), os.path.join(root, 'wheel')}
+dirs = {os.path.join(root, d) for d in ('core', 'wheel', 'calendar')}
 keep = {}
 for e in json.load(open(src)):
     path = os.path.realpath(os.path.join(e['directory'], e['file']))
@@ -268,7 +268,7 @@ for e in json.load(open(src)):
     if path not in keep or 'libtickwheel' in e.get('output', ''):
         keep[path] = e
 if not keep:
-    sys.exit('no .c file of core/ or wheel/ in %s' % src)
+    sys.exit('no .c file of core/, wheel/ or calendar/ in %s' % src)
 json.dump(list(keep.values()), open(dst, 'w'), indent=1)
 print('run.sh: clang-tidy over %d files' % len(keep), file=sys.stderr)
 PY
@@ -285,7 +285,7 @@ PY
 		rc=1
 	fi
 	log "lint took $((SECONDS - start)) s"
-	echo "lint (clang-tidy over wheel/ and core/, with the headers of api/, core/, wheel/;"
+	echo "lint (clang-tidy over wheel/, core/ and calendar/, with their headers and api/;"
 	echo "clang-format --dry-run over every C file):"
 	if [ "$rc" -eq 0 ]; then
 		echo "tests: 1 passed, 0 failed"

@@ -67,6 +67,8 @@ static const struct scenario scenarios[] = {
 	  "one operation over N timers of the wheel or a peer, for perf/callgrind.sh" },
 	{ "icount", scenario_icount,
 	  "instructions per operation, for perf/gate.py under valgrind --tool=callgrind" },
+	{ "cron", scenario_cron,
+	  "tw_cron_parse per expression, tw_cron_next per fire time, in UTC and in zones" },
 };
 enum { SCENARIOS = sizeof scenarios / sizeof scenarios[0] };
 
@@ -330,7 +332,7 @@ int main(int argc, char **argv)
 				PROG,
 				"unknown scenario '%s' (heartbeats, sessions, churn, burst, "
 				"oneshots-busy, blocker, queued-behind, idle, stall, ops, dispatch, list, "
-				"lumps, reap, callgrind-op, icount)",
+				"lumps, reap, callgrind-op, icount, cron)",
 				argv[1]);
 	}
 	struct suite_options opt = parse(argc, argv, s ? 2 : 1);
