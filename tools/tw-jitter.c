@@ -245,6 +245,12 @@ static void fill_report(struct report *r, const struct options *o, tw_engine_sta
 	report_note(r, "%.1f s on the real clock, %" PRIu64 " intervals measured", seconds,
 		    iv->count);
 	report_note(r, "interval_off_*: |interval - period|, to the 10 us bin of the histogram");
+	if (o->on_wheel_thread)
+		report_note(r,
+			    "on the wheel thread: %" PRIu64 " of %" PRIu64 " runs, %" PRIu64
+			    " over wheel_run_budget_us, %" PRIu64 " tasks moved to the executors",
+			    st->wheel_thread_runs, st->runs, st->over_budget_runs,
+			    st->tasks_moved_off_wheel_thread);
 	uint64_t below = atomic_load(&deviations.below), above = atomic_load(&deviations.above);
 	if (below || above)
 		report_note(r,
