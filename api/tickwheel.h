@@ -134,10 +134,12 @@
  * handed out, and nothing watches the executors. So it must not block
  * (no lock others hold long, no sleep, no blocking I/O), and a guard keeps
  * the promise to the other tasks: a run that lasts longer than
- * cfg.wheel_run_budget_us counts in tw_engine_stats.over_budget_runs, and a
- * task's TW_WHEEL_RUN_STRIKES-th such run moves it to the executors for
- * good (tw_task_info.on_wheel_thread turns false, tasks_moved_off_wheel_thread
- * counts it, a warning is logged); its later runs are like any task's. The
+ * cfg.wheel_run_budget_us counts in tw_engine_stats.over_budget_runs, and
+ * TW_WHEEL_RUN_STRIKES such runs of a task in a row move it to the executors
+ * for good (tw_task_info.on_wheel_thread turns false,
+ * tasks_moved_off_wheel_thread counts it, a warning is logged); its later
+ * runs are like any task's. A run's time is wall time: a run preempted by
+ * the system now and then is over budget without moving its task. The
  * guard acts after a run returns: one that never returns stops the engine's
  * firing. run_limit_ms and the spare executors do not apply to these runs.
  * Such a callback may call what an executor's may, with one more
@@ -235,7 +237,8 @@ enum {
 	TW_ON_WHEEL_THREAD = 1u << 2,
 };
 
-/* Runs over wheel_run_budget_us that move a TW_ON_WHEEL_THREAD task to the executors. */
+/* Runs in a row over wheel_run_budget_us that move a TW_ON_WHEEL_THREAD task to the
+ * executors. */
 #define TW_WHEEL_RUN_STRIKES 3
 
 /* The longest delay or period accepted: about 278 years (due times in ns fit 64 bits). A

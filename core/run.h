@@ -30,12 +30,22 @@ static void keep_max(_Atomic uint32_t *last, _Atomic uint32_t *max, uint32_t val
 		atomic_store_explicit(max, value, memory_order_relaxed);
 }
 
-/* Lock held, wheel thread: a run of a TW_ON_WHEEL_THREAD task went over budget. True when
- * it was the task's last strike: it is moved to the executors for good. */
-static bool over_budget(struct tw_engine *e, struct tw_task *task)
+/*
+ * Lock held, wheel thread: a run of a TW_ON_WHEEL_THREAD task ended after took_ns. True when
+ * it was the task's last strike: it is moved to the executors for good. Strikes count runs
+ * over budget in a row: a run's time is wall time, and on a busy machine a callback of a
+ * microsecond is now and then preempted past any budget, while one that blocks or loops is
+ * over it every time.
+ */
+static bool judge_wheel_run(struct tw_engine *e, struct tw_task *task, uint64_t took_ns)
 {
 	TASK_LOCKED(task);
 	WHEEL_THREAD_ONLY();
+	if (took_ns <= e->wheel_budget_ns) {
+		if (__builtin_expect(task_strikes(task) != 0, 0))
+			task_set_strikes(task, 0);
+		return false;
+	}
 	bump(&e->over_budget_runs);
 	unsigned strikes = task_strikes(task) + 1;
 	task_set_strikes(task, strikes);
@@ -62,7 +72,7 @@ static inline __attribute__((always_inline)) uint32_t account(struct executor *x
 		bump32(&cold->slow_runs);
 		bump(&x->slow_runs);
 	}
-	*moved = x->on_wheel_thread && took_ns > e->wheel_budget_ns && over_budget(e, task);
+	*moved = x->on_wheel_thread && judge_wheel_run(e, task, took_ns);
 	if (!rc) {
 		if (atomic_load_explicit(&cold->consecutive_failures, memory_order_relaxed))
 			atomic_store_explicit(&cold->consecutive_failures, 0, memory_order_relaxed);

@@ -206,6 +206,42 @@ Test(wheel_thread, the_budget_guard_moves_a_slow_task_to_the_executors)
 	assert_no_leaks();
 }
 
+/* Slow, slow, fast, slow, slow: never three in a row, the task stays; then three slow ones. */
+static const int pattern_us[] = { 40000, 40000, 0, 40000, 40000, 0, 40000, 40000, 40000 };
+
+static int patterned_callback(const tw_fire *fire, void *arg)
+{
+	struct seen *s = arg;
+	uint64_t n = atomic_fetch_add(&s->runs, 1);
+	if (n < sizeof pattern_us / sizeof pattern_us[0])
+		busy_for_us(pattern_us[n]);
+	(void)fire;
+	return 0;
+}
+
+Test(wheel_thread, only_strikes_in_a_row_move_a_task)
+{
+	tw_config cfg = manual_config(1);
+	cfg.wheel_run_budget_us = 20000; /* far above a preempted fast run */
+	tw_engine *e = engine_new(&cfg);
+	struct seen s = { .engine = e };
+	tw_task_spec spec = spec_of(1, 1, patterned_callback, &s);
+	spec.flags = TW_ON_WHEEL_THREAD;
+	tw_id id = add_spec(e, &spec);
+	for (int i = 0; i < 8; i++)
+		step(e, 1);
+	cr_assert(info_of(e, id).on_wheel_thread, "moved without three slow runs in a row");
+	cr_assert_eq(stats_of(e).over_budget_runs, 6);
+	step(e, 1);
+	cr_assert_not(info_of(e, id).on_wheel_thread);
+	tw_engine_stats st = stats_of(e);
+	cr_assert_eq(st.over_budget_runs, 7);
+	cr_assert_eq(st.tasks_moved_off_wheel_thread, 1);
+	cr_assert_eq(st.wheel_thread_runs, 9);
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
+
 Test(wheel_thread, runs_within_budget_are_not_counted)
 {
 	tw_config cfg = manual_config(1);
