@@ -18,6 +18,10 @@ can be compared too, with wide tolerances, and are only reported unless
       tolerances; `git diff perf/baseline.json` then shows what changed
   perf/gate.py check [--json OUT]
       measure, then compare with perf/baseline.json: what CI runs
+  perf/gate.py split [--tw-perf PATH] [--tasks N]
+      instructions per operation of the calling thread and of the engine's
+      threads apart (issue 14 asks for both): a second run with callgrind's
+      --separate-threads=yes dumps the caller's share of each phase alone
 
 Counts depend on the compiler and the build options, so the baseline is made
 from a release build (tools/run.sh perf-gate builds build-gate/ that way) and
@@ -497,6 +501,46 @@ def cmd_check(args):
     return verdict(failures, os.path.relpath(args.baseline, ROOT))
 
 
+def caller_counts(tw_perf, tasks=None):
+    """Instructions of each phase counted in the calling thread alone: with
+    --separate-threads=yes a client request dumps only the thread that made
+    it (files callgrind.out.PID.PART-01), which is tw-perf's main thread."""
+    out = tempfile.mkdtemp(prefix='tw-gate-split.')
+    try:
+        argv = [a if a != '--separate-threads=no' else '--separate-threads=yes'
+                for a in VALGRIND]
+        argv += ['--callgrind-out-file=' + os.path.join(out, 'callgrind.out.%p'),
+                 '--log-file=' + os.path.join(out, 'valgrind.log'),
+                 os.path.abspath(tw_perf), 'icount']
+        if tasks:
+            argv += ['--tasks', str(tasks)]
+        subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        counts = {}
+        for path in glob.glob(os.path.join(out, 'callgrind.out.*.*-01')):
+            desc, instructions = parse_dump(path)
+            m = re.match(r'Client Request: (\S+) (\d+)$', desc or '')
+            if m and instructions is not None:
+                counts[m.group(1)] = instructions / int(m.group(2))
+        return counts
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def cmd_split(args):
+    run = measure(args.tw_perf, args.tasks)
+    caller = caller_counts(args.tw_perf, args.tasks)
+    print('%-26s %12s %12s %14s' % ('phase', 'all threads', 'caller', 'engine threads'))
+    for f in run['figures']:
+        name, total = f['name'], f['value']
+        if name.startswith('wheel_'):
+            continue  # the wheel alone: one thread
+        mine = caller.get(name)
+        if mine is None:
+            fail('no dump of the calling thread for %s' % name)
+        print('%-26s %12.1f %12.1f %14.1f' % (name, total, mine, total - mine))
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         prog='perf/gate.py', description='the latency regression gate: instruction counts per '
@@ -539,6 +583,10 @@ def main(argv=None):
     p.add_argument('--baseline', default=DEFAULT_BASELINE)
     p.add_argument('--json', help='also write the run here')
     p.set_defaults(fn=cmd_check)
+
+    p = sub.add_parser('split', help='instructions of the caller and of the engine threads')
+    measuring(p)
+    p.set_defaults(fn=cmd_split)
 
     args = ap.parse_args(argv)
     return args.fn(args)
