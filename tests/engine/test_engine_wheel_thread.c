@@ -40,20 +40,25 @@ static void seen_release(void *arg)
 	atomic_fetch_add(&((struct seen *)arg)->releases, 1);
 }
 
-static tw_id add_seen_at(tw_engine *e, struct seen *s, uint64_t delay_ms, uint64_t period_ms,
-			 unsigned flags, int line)
+/* A task whose callback is cb(fire, s) and whose release counts in s. */
+static tw_id add_seen_at(tw_engine *e, struct seen *s, tw_callback cb, uint64_t delay_ms,
+			 uint64_t period_ms, unsigned flags, int line)
 {
-	tw_task_spec spec = spec_of(delay_ms, period_ms, seen_callback, s);
+	tw_task_spec spec = spec_of(delay_ms, period_ms, cb, s);
 	spec.release = seen_release;
 	spec.flags = flags;
 	return add_spec_at(e, &spec, line);
 }
 #define add_seen(e, s, delay_ms, period_ms, flags) \
-	add_seen_at(e, s, delay_ms, period_ms, flags, __LINE__)
+	add_seen_at(e, s, seen_callback, delay_ms, period_ms, flags, __LINE__)
+#define add_on_wheel(e, s, cb, delay_ms, period_ms) \
+	add_seen_at(e, s, cb, delay_ms, period_ms, TW_ON_WHEEL_THREAD, __LINE__)
 
 Test(wheel_thread, runs_on_neither_an_executor_nor_the_caller)
 {
-	tw_engine *e = manual_engine(1);
+	tw_config cfg = manual_config(1);
+	cfg.wheel_run_budget_us = 1000000; /* a run preempted on a busy machine is not over it */
+	tw_engine *e = engine_new(&cfg);
 	struct seen on_wheel = { .engine = e }, on_executor = { .engine = e };
 	tw_id w = add_seen(e, &on_wheel, 1, 1, TW_ON_WHEEL_THREAD);
 	tw_id x = add_seen(e, &on_executor, 1, 1, 0);
@@ -225,9 +230,7 @@ Test(wheel_thread, only_strikes_in_a_row_move_a_task)
 	cfg.wheel_run_budget_us = 20000; /* far above a preempted fast run */
 	tw_engine *e = engine_new(&cfg);
 	struct seen s = { .engine = e };
-	tw_task_spec spec = spec_of(1, 1, patterned_callback, &s);
-	spec.flags = TW_ON_WHEEL_THREAD;
-	tw_id id = add_spec(e, &spec);
+	tw_id id = add_on_wheel(e, &s, patterned_callback, 1, 1);
 	for (int i = 0; i < 8; i++)
 		step(e, 1);
 	cr_assert(info_of(e, id).on_wheel_thread, "moved without three slow runs in a row");
@@ -287,10 +290,7 @@ Test(wheel_thread, a_callback_may_call_all_but_quiesce_and_advance)
 {
 	tw_engine *e = manual_engine(1);
 	struct seen s = { .engine = e };
-	tw_task_spec spec = spec_of(1, 0, calling_callback, &s);
-	spec.release = seen_release;
-	spec.flags = TW_ON_WHEEL_THREAD;
-	tw_id id = add_spec(e, &spec);
+	tw_id id = add_on_wheel(e, &s, calling_callback, 1, 0);
 	step(e, 1);
 	cr_assert_eq(atomic_load(&s.runs), 1);
 	cr_assert_eq(atomic_load(&s.quiesce_rc), -TW_ECALLBACK);
@@ -324,10 +324,7 @@ Test(wheel_thread, a_callback_cancels_its_own_task)
 {
 	tw_engine *e = manual_engine(1);
 	struct seen s = { .engine = e };
-	tw_task_spec spec = spec_of(1, 1, cancel_self_callback, &s);
-	spec.release = seen_release;
-	spec.flags = TW_ON_WHEEL_THREAD;
-	tw_id id = add_spec(e, &spec);
+	tw_id id = add_on_wheel(e, &s, cancel_self_callback, 1, 1);
 	step(e, 5);
 	cr_assert_eq(atomic_load(&s.runs), 1);
 	cr_assert_eq(atomic_load(&s.get_rc), 0, "released while its run was going");
@@ -351,9 +348,7 @@ Test(wheel_thread, failures_pause_it_as_any_task)
 	cfg.max_failures = 3;
 	tw_engine *e = engine_new(&cfg);
 	struct seen s = { .engine = e };
-	tw_task_spec spec = spec_of(1, 1, failing_callback, &s);
-	spec.flags = TW_ON_WHEEL_THREAD;
-	tw_id id = add_spec(e, &spec);
+	tw_id id = add_on_wheel(e, &s, failing_callback, 1, 1);
 	for (int i = 0; i < 10; i++)
 		step(e, 1);
 	cr_assert_eq(atomic_load(&s.runs), 3);
@@ -401,16 +396,14 @@ Test(wheel_thread, a_callback_stops_the_engine)
 	tw_config cfg = real_config(1);
 	tw_engine *e = engine_new(&cfg);
 	struct seen s = { .engine = e }, other = { .engine = e };
-	tw_task_spec spec = spec_of(1, 0, stop_callback, &s);
-	spec.release = seen_release;
-	spec.flags = TW_ON_WHEEL_THREAD;
-	tw_id id = add_spec(e, &spec);
+	tw_id id = add_on_wheel(e, &s, stop_callback, 1, 0);
 	tw_id later = add_seen(e, &other, 60000, 0, 0);
 	cr_assert(wait_eq(&s.releases, 1), "the stopping task was not released");
 	cr_assert_eq(atomic_load(&s.quiesce_rc), TW_OK);
 	cr_assert_eq(atomic_load(&other.releases), 1);
 	cr_assert_eq(info_of(e, id).state, TW_STOPPED, "stopped during its own run");
 	cr_assert_eq(info_of(e, later).state, TW_STOPPED);
+	tw_task_spec spec = spec_of(1, 0, stop_callback, &s);
 	tw_id no;
 	cr_assert_eq(tw_add(e, &spec, &no), -TW_ESHUTDOWN);
 	tw_engine_destroy(e);
@@ -435,10 +428,7 @@ Test(wheel_thread, a_callback_destroys_the_engine)
 	unsigned before = thread_count();
 	tw_engine *e = engine_new(&cfg);
 	struct seen s = { .engine = e }, other = { .engine = e };
-	tw_task_spec spec = spec_of(1, 0, destroy_callback, &s);
-	spec.release = seen_release;
-	spec.flags = TW_ON_WHEEL_THREAD;
-	add_spec(e, &spec);
+	add_on_wheel(e, &s, destroy_callback, 1, 0);
 	add_seen(e, &other, 60000, 0, 0);
 	/* The engine is gone once its threads are: the wheel thread frees it last. */
 	uint64_t deadline = test_now_ns() + WAIT_LIMIT_MS * NS_PER_MS;
