@@ -133,6 +133,41 @@ static void engine_size(struct ops_run *o, size_t k)
 			    f->failed, n);
 }
 
+/*
+ * Issue 14's ratios: the engine API, one caller, against libev's timers of the same
+ * invocation at the same N. The engine's figures are the caller's time on a manual clock
+ * (its threads file the mail meanwhile, on the other core); libev's add + cancel stands for
+ * its request timeout.
+ */
+static void engine_against_libev(struct ops_run *o, size_t k, const struct bench_column *libev)
+{
+	if (!libev->impl)
+		return;
+	const struct engine_figures *f = &o->engine[k];
+	static const struct {
+		const char *name;
+		int eng;
+		int fig, fig2; /* libev's figure, or the sum of two; -1: none */
+		double limit;
+	} ratios[] = {
+		{ "add", ENG_ADD, FIG_ADD, -1, 2.0 },
+		{ "cancel", ENG_CANCEL, FIG_CANCEL, -1, 2.0 },
+		{ "reschedule earlier", ENG_EARLIER, FIG_RESCHEDULE, -1, 2.0 },
+		{ "postpone (session reset)", ENG_POSTPONE, FIG_RESET, -1, 1.0 },
+		{ "add + cancel (request timeout)", ENG_ADD_CANCEL, FIG_ADD, FIG_CANCEL, 2.0 },
+	};
+	for (size_t i = 0; i < sizeof ratios / sizeof ratios[0]; i++) {
+		double theirs = libev->fig[ratios[i].fig] +
+				(ratios[i].fig2 >= 0 ? libev->fig[ratios[i].fig2] : 0);
+		double ratio = theirs > 0 ? f->ns[ratios[i].eng] / theirs : 0;
+		report_note(o->r,
+			    "N = %zu: engine %s %.0f ns, %.2fx libev's %.0f (target <= %.1fx): %s",
+			    o->sizes[k], ratios[i].name, f->ns[ratios[i].eng], ratio, theirs,
+			    ratios[i].limit,
+			    ratio > 0 && ratio <= ratios[i].limit ? "met" : "MISSED");
+	}
+}
+
 /* The issue's targets at N = 1 000 000: absolute ones as targets, those
  * relative to libev as notes. */
 static void judge(struct ops_run *o)
@@ -161,6 +196,7 @@ static void judge(struct ops_run *o)
 		}
 		if (!o->engine_done[k])
 			continue;
+		engine_against_libev(o, k, libev);
 		report_target(o->r, fig_name("%s", "engine_postpone_ns", TARGET_N), "<=", 100);
 		report_target(o->r, fig_name("%s", "engine_get_hot_ns", TARGET_N), "<=", 60);
 		report_target(o->r, fig_name("%s", "engine_bytes_per_task", TARGET_N), "<=", 160);
@@ -192,11 +228,13 @@ static void explain(struct ops_run *o, double clock_ns)
 	report_note(r, "wheel_expiry: the wheel advances virtual time over dues 1 ms .. 10 min; "
 		       "the peers are real-clock loops, timed on one pass that fires timers due "
 		       "in 1 .. 1000 ms; wheel_expiry_1s: the wheel on those dues too");
-	report_note(r, "engine: manual clock, nothing fires; postpone = tw_set_delay later than "
-		       "the due (no mail), earlier = before where the wheel filed it (mailed), "
-		       "postpone_many = postpone through tw_set_delay_many, 64 ids a call; "
-		       "add = into freed slots, add_fresh = while the table grows; miss = one "
-		       "dependent random read over as much memory as the tasks took");
+	report_note(r,
+		    "engine: manual clock, nothing fires; postpone = tw_set_delay later than "
+		    "the due (no mail), earlier = before where the wheel filed it (mailed), "
+		    "postpone_many = postpone through tw_set_delay_many, 64 ids a call; "
+		    "add = into freed slots, add_fresh = while the table grows; add_cancel = "
+		    "a request timeout added and cancelled at once, into freed slots; miss = one "
+		    "dependent random read over as much memory as the tasks took");
 	report_note(r,
 		    "engine on a real clock: + one CLOCK_MONOTONIC read (%.1f ns here) per "
 		    "tw_add and tw_set_delay",

@@ -22,6 +22,7 @@ enum engine_op {
 	ENG_EARLIER,       /* tw_set_delay to a due earlier than where it is filed: mailed */
 	ENG_GET,           /* tw_get of a random task of N */
 	ENG_GET_HOT,       /* tw_get on a hot set of 1000 tasks */
+	ENG_ADD_CANCEL,    /* a request timeout: tw_add of a 30 s one-shot, then its tw_cancel */
 	ENG_OPS
 };
 

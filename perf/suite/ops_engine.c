@@ -37,6 +37,7 @@ enum {
 	BYTES_PER_TASK_GUESS = 256, /* the task, its ids here, some slack */
 	RESETS_PER_CALL = 64,       /* a gateway's batch of messages */
 	MISS_READS = 1000000,       /* at least this many dependent reads timed */
+	REQUEST_MS = 30 * 1000,     /* a request's timeout, cancelled before it comes */
 };
 
 const char *const engine_op_names[ENG_OPS] = {
@@ -48,6 +49,7 @@ const char *const engine_op_names[ENG_OPS] = {
 	[ENG_EARLIER] = "earlier",
 	[ENG_GET] = "get",
 	[ENG_GET_HOT] = "get_hot",
+	[ENG_ADD_CANCEL] = "add_cancel",
 };
 
 struct engine_run {
@@ -170,6 +172,22 @@ static double get_all(struct engine_run *x, const tw_id *ids, size_t n, unsigned
 	return ns;
 }
 
+/* Request timeouts: each added and cancelled at once, into the slots the last reap freed, as
+ * a server arms one per request and cancels it when the answer comes. Per pair. */
+static double add_cancel_all(struct engine_run *x)
+{
+	tw_task_spec spec = { .delay_ms = REQUEST_MS, .callback = empty_callback };
+	size_t failed = 0;
+	uint64_t t0 = monotonic_now_ns();
+	for (size_t i = 0; i < x->n; i++) {
+		tw_id id;
+		failed += tw_add(x->e, &spec, &id) != TW_OK || tw_cancel(x->e, id) != TW_OK;
+	}
+	double ns = per_op(t0, x->n);
+	x->failed += failed;
+	return ns;
+}
+
 /* The wheel thread has read every mail sent so far once this returns. */
 static void wheel_caught_up(struct engine_run *x)
 {
@@ -216,6 +234,8 @@ static void repetition(struct engine_run *x, uint64_t *rng, double out[ENG_OPS])
 	out[ENG_GET_HOT] = get_all(x, x->hot, hot * HOT_ORDERS, HOT_PASSES);
 	lay_out(x, x->perm[1]);
 	out[ENG_CANCEL] = cancel_all(x);
+	reap(x);
+	out[ENG_ADD_CANCEL] = add_cancel_all(x);
 	reap(x);
 }
 
