@@ -267,6 +267,9 @@ typedef struct {
 	void (*release)(void *arg); /* optional, called exactly once when the task is gone */
 	unsigned flags; /* TW_CONCURRENT, TW_RUN_LATE, TW_ON_WHEEL_THREAD (default: serial, skip
 			 * overlaps, on an executor) */
+	/* A calendar task: repeats at the fire times of this cron expression (see "Calendar
+	 * tasks"), with period_ms 0; read by tw_add, not kept. NULL: none. */
+	const char *cron;
 } tw_task_spec;
 
 typedef struct {
@@ -292,6 +295,13 @@ typedef struct {
 	/* Its runs go on the wheel thread: added with TW_ON_WHEEL_THREAD and not moved to the
 	 * executors by the budget guard. */
 	bool on_wheel_thread;
+	/* Added with a cron expression (not "@every", which makes a fixed period); period_ms
+	 * is 0. Its next due in wall-clock time, ns since the epoch: the fire time it stands
+	 * for (next_due_ns is that time on CLOCK_MONOTONIC, planned when it was computed), or
+	 * for a due set by tw_set_delay, that due on today's wall clock; 0 when nothing is due,
+	 * and always for a task that is not a calendar task. */
+	bool calendar;
+	int64_t next_due_wall_ns;
 } tw_task_info;
 
 enum { TW_LOG_ERROR, TW_LOG_WARNING, TW_LOG_INFO };
@@ -541,18 +551,66 @@ TW_API int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms);
  */
 TW_API void tw_engine_destroy(tw_engine *e);
 
+/*
+ * Calendar tasks: a task whose tw_task_spec has a cron expression (see
+ * "Calendar schedules" below for the syntax and the zones) repeats at the
+ * expression's fire times, which are wall-clock times (CLOCK_REALTIME), rather
+ * than every period_ms (which must be 0).
+ *  - Each due is the next fire time after the previous one, turned into a
+ *    CLOCK_MONOTONIC due (rounded up to the 1 ms grid) when it is planned: at
+ *    tw_add, at the previous firing, at tw_resume, and when the system clock
+ *    is set. The first is the first fire time after tw_add, or, with a
+ *    delay_ms, now + delay_ms (TW_NEVER: none until tw_set_delay gives one),
+ *    the calendar going on from that firing.
+ *  - A calendar task is a periodic task in every other way: a firing due
+ *    while its run goes is skipped as overlap (TW_RUN_LATE: it runs after),
+ *    a firing that finds every queue full is skipped as overload, and after
+ *    a stall that passed several fire times it runs once, for the latest
+ *    (tw_fire.due_ns), the others skipped as missed (counted one by one up to
+ *    100 000 per firing); it pauses, resumes (the first fire time after now),
+ *    is paused by failures, and is released exactly once, like any task.
+ *  - tw_set_delay moves its next firing only: the calendar resumes after that
+ *    firing. tw_set_period answers -TW_ESTATE for it.
+ *  - "@every D" makes an ordinary periodic task: period D rounded up to whole
+ *    ms, first due D after tw_add (or delay_ms); tw_task_info.calendar is
+ *    false for it.
+ *  - When the system clock is set (settimeofday, clock_settime, an NTP step),
+ *    the wheel thread learns it at once (a CLOCK_REALTIME timerfd with
+ *    TFD_TIMER_CANCEL_ON_SET) and plans every calendar task's due again from
+ *    the fire time it stands for: set forward past it, the task fires at once
+ *    as after a stall; set back, it waits for that fire time on the new clock
+ *    (it does not run the set-back hours' fire times again). Dues that
+ *    tw_set_delay set, and every task without a cron expression, stay on the
+ *    monotonic clock and do not move. The clock's slow corrections (NTP's
+ *    slewing) are taken in at each firing.
+ *  - With the manual clock, the wall-clock time is the one at tw_engine_create
+ *    plus the manual time advanced since, and the system clock is not
+ *    watched.
+ *  - A schedule with no further fire time within the search bound leaves the
+ *    task waiting, its next due TW_MAX_DELAY_MS away (next_due_wall_ns 0).
+ * Each firing of a calendar task computes its next fire time (tw_cron_next)
+ * and reads the wall clock; perf/README.md has its cost beside a periodic
+ * task's. The schedule is parsed by tw_add (as tw_cron_parse, whose errors it
+ * answers: call tw_cron_parse first for an error's position).
+ */
+
 /**
  * tw_add() - adds a task.
  * @spec: the task (see tw_task_spec); copied, not kept.
  * @out: receives the new task's id; untouched on failure.
  *
  * Return: TW_OK; -TW_EINVAL for NULL @e, @spec or @out, no callback,
- * unknown flags or TW_ON_WHEEL_THREAD with TW_CONCURRENT; -TW_ERANGE for a
- * delay above TW_MAX_DELAY_MS (TW_NEVER excepted) or a period above it; -TW_ELIMIT when max_tasks tasks are live
+ * unknown flags or TW_ON_WHEEL_THREAD with TW_CONCURRENT, a cron expression
+ * with a period; -TW_ERANGE for a delay above TW_MAX_DELAY_MS (TW_NEVER
+ * excepted) or a period above it; -TW_ESYNTAX or -TW_ENOZONE for a cron
+ * expression tw_cron_parse refuses, -TW_ENOMATCH for one with no fire time
+ * within the search bound; -TW_ELIMIT when max_tasks tasks are live
  * (or the table is out of ids); -TW_ENOMEM when memory runs out;
  * -TW_ESHUTDOWN after a stop. A tw_add that fails never calls release.
  * Any thread. Does not wait for runs; takes the slot table's lock briefly.
- * Cost O(1); every 1077th add allocates a chunk of the table.
+ * Cost O(1); every 1077th add allocates a chunk of the table. With a cron
+ * expression: parsing it, its zone's file read (see tw_cron_parse), its
+ * first fire time computed, a record allocated.
  */
 static inline int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 {
@@ -594,7 +652,7 @@ TW_API int tw_set_delay_many(tw_engine *e, const tw_id *ids, size_t n, uint64_t 
 			     int *results);
 
 /**
- * tw_set_period() - sets the period from the next firing on.
+ * tw_set_period() - sets the period from the next firing on (not for a calendar task).
  *
  * The due after the next firing is that firing's due + @period_ms. 0 makes
  * the task a one-shot that completes after that run; a one-shot given a
@@ -604,8 +662,9 @@ TW_API int tw_set_delay_many(tw_engine *e, const tw_id *ids, size_t n, uint64_t 
  * re-arms it); a periodic firing that waits for the run (TW_RUN_LATE) is
  * skipped and counted as overlap when the period changes.
  *
- * Return: TW_OK; -TW_ENOTFOUND; -TW_ESTATE for a completed or stopped task;
- * -TW_ERANGE above TW_MAX_DELAY_MS (TW_NEVER is not a period); -TW_ESHUTDOWN.
+ * Return: TW_OK; -TW_ENOTFOUND; -TW_ESTATE for a completed or stopped task,
+ * or a calendar task; -TW_ERANGE above TW_MAX_DELAY_MS (TW_NEVER is not a
+ * period); -TW_ESHUTDOWN.
  * Any thread; takes the task's lock; O(1).
  */
 TW_API int tw_set_period(tw_engine *e, tw_id id, uint64_t period_ms);
@@ -628,7 +687,8 @@ TW_API int tw_pause(tw_engine *e, tw_id id);
  * tw_resume() - a paused task waits again.
  *
  * Next due = now + period (a one-shot, or a task given a delay while paused:
- * + that delay); clears consecutive_failures and paused_by_failures.
+ * + that delay; a calendar task: its first fire time after now); clears
+ * consecutive_failures and paused_by_failures.
  *
  * Return: TW_OK; -TW_ENOTFOUND; -TW_ESTATE unless paused; -TW_ESHUTDOWN.
  * Any thread; takes the task's lock; O(1).
@@ -657,7 +717,8 @@ TW_API int tw_cancel(tw_engine *e, tw_id id);
  *
  * Return: TW_OK; -TW_EINVAL for NULL @out; -TW_ENOTFOUND for an id the engine
  * does not keep (ended longer than retain_ms ago, or never given). Any
- * thread; never blocks (a period of 2^31 ms or more is read under the
+ * thread; never blocks (a period of 2^31 ms or more, and a calendar task, are
+ * read under the
  * task's lock); O(1).
  */
 static inline int tw_get(tw_engine *e, tw_id id, tw_task_info *out)

@@ -10,7 +10,7 @@
  *   engine.h     the engine's record, its clock and log (engine_clock.c)
  *   handover.h   the executors' rings and the wheel thread's mailbox (handover.c)
  *   threads.h    the wheel thread (wheel_thread.c, watch.c), the executors (executor.c,
- *                run.h), how tasks end (ends.c)
+ *                run.h), how tasks end (ends.c), calendar tasks (calendar.h, calendar.c)
  *   lifecycle.h  create, stop, destroy, fork (engine.c, stop.c, fork.c)
  *   the API      ops.c, query.c, list.c, metrics.c, duration.c, abi.c
  * Not installed; users include api/tickwheel.h only.

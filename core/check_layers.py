@@ -15,7 +15,8 @@ LAYERS = [
     ('task', ['task.h', 'task.c']),
     ('engine', ['engine.h', 'engine_clock.c']),
     ('handover', ['handover.h', 'handover.c']),
-    ('threads', ['threads.h', 'run.h', 'ends.c', 'executor.c', 'watch.c', 'wheel_thread.c']),
+    ('threads', ['threads.h', 'calendar.h', 'run.h', 'ends.c', 'executor.c', 'watch.c',
+                 'wheel_thread.c', 'calendar.c']),
     ('lifecycle', ['lifecycle.h', 'engine.c', 'fork.c', 'stop.c']),
     ('api', ['query.h', 'query.c', 'list.c', 'metrics.c', 'ops.c', 'duration.c']),
 ]

@@ -2,6 +2,7 @@
  * engine.c - creating and freeing an engine, and its statistics.
  */
 #include "alloc.h"
+#include "calendar.h"
 #include "lifecycle.h"
 
 #include <errno.h>
@@ -70,8 +71,10 @@ static int open_descriptors(struct tw_engine *e)
 	e->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (e->timer_fd < 0 || e->wake_fd < 0 || e->epoll_fd < 0)
 		return errno == ENOMEM ? -TW_ENOMEM : -TW_ERESOURCE; /* EMFILE, ENFILE */
-	int fds[] = { e->timer_fd, e->wake_fd };
-	for (unsigned i = 0; i < 2; i++) {
+	if (!e->cfg.manual_clock)
+		tw__wall_watch_open(e);
+	int fds[] = { e->timer_fd, e->wake_fd, e->wall_fd };
+	for (unsigned i = 0; i < 3 && fds[i] >= 0; i++) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
 		if (epoll_ctl(e->epoll_fd, EPOLL_CTL_ADD, fds[i], &ev))
 			return errno == ENOSPC ? -TW_ERESOURCE : -TW_ENOMEM; /* max_user_watches */
@@ -81,8 +84,8 @@ static int open_descriptors(struct tw_engine *e)
 
 static void close_descriptors(struct tw_engine *e)
 {
-	int fds[] = { e->timer_fd, e->wake_fd, e->epoll_fd };
-	for (unsigned i = 0; i < 3; i++)
+	int fds[] = { e->timer_fd, e->wake_fd, e->epoll_fd, e->wall_fd };
+	for (unsigned i = 0; i < 4; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 }
@@ -94,6 +97,7 @@ void tw__engine_free(struct tw_engine *e)
 	/* Reaped slots go back to the table from call_rcu callbacks. */
 	urcu_memb_barrier();
 	tw__table_fini(&e->table);
+	tw__calendar_fini(e);
 	close_descriptors(e);
 	pthread_mutex_destroy(&e->lock);
 	pthread_cond_destroy(&e->cond);
@@ -123,7 +127,7 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 		return -TW_ENOMEM;
 	memset(e, 0, sizeof *e);
 	e->cfg = config;
-	e->timer_fd = e->wake_fd = e->epoll_fd = -1;
+	e->timer_fd = e->wake_fd = e->epoll_fd = e->wall_fd = -1;
 	e->finish_destroy = tw__engine_destroy_deferred;
 	e->unref = tw__engine_unref;
 	if (pthread_mutex_init(&e->lock, NULL)) {
@@ -135,11 +139,22 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 		tw__free(e, sizeof *e);
 		return -TW_ENOMEM;
 	}
+	if (pthread_mutex_init(&e->calendar_lock, NULL)) {
+		pthread_cond_destroy(&e->cond);
+		pthread_mutex_destroy(&e->lock);
+		tw__free(e, sizeof *e);
+		return -TW_ENOMEM;
+	}
 	__cds_wfcq_init(&e->mail_head, &e->mail_tail);
 	__cds_wfcq_init(&e->backlog_head, &e->backlog_tail);
 	uint64_t now = monotonic_ns();
 	e->epoch_ns = now - now % NS_PER_MS;
 	atomic_init(&e->manual_now_ns, e->epoch_ns); /* manual time starts on the grid */
+	/* The manual clock's wall-clock time starts at the wall clock's now. */
+	struct timespec wall; /* cannot fail: the clock exists and wall is ours */
+	(void)clock_gettime(CLOCK_REALTIME, &wall);
+	atomic_init(&e->manual_wall_offset_ns,
+		    (int64_t)wall.tv_sec * 1000000000 + wall.tv_nsec - (int64_t)e->epoch_ns);
 	e->slow_run_ns = e->cfg.slow_run_ms > UINT64_MAX / NS_PER_MS ?
 				 UINT64_MAX :
 				 e->cfg.slow_run_ms * NS_PER_MS;
@@ -176,6 +191,7 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 			tw__executors_join(e, NULL);
 			tw__engine_free(e);
 		} else {
+			pthread_mutex_destroy(&e->calendar_lock);
 			pthread_mutex_destroy(&e->lock);
 			pthread_cond_destroy(&e->cond);
 			tw__free(e, sizeof *e);

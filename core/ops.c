@@ -7,7 +7,7 @@
  * the wheel must move the task earlier or take it in. Postponing, the hot
  * path of session timeouts, just records the later due.
  */
-#include "threads.h"
+#include "calendar.h"
 
 #include <string.h>
 
@@ -65,7 +65,10 @@ static bool reserve_live(struct tw_engine *e)
 	return false;
 }
 
-static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id *out)
+/* cal: a calendar task's record (tw__calendar_new), its first due planned; NULL for any
+ * other task, a constant in tw_add's own path, so that the calendar costs it nothing. */
+static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id *out,
+				  struct calendar *cal)
 {
 	unsigned flags = spec->flags;
 	if (!e || !out || !spec->callback || (flags & ~(unsigned)TRAIT_TASK_FLAGS) ||
@@ -105,14 +108,20 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
 	tally_move(&e->api_ends, NO_STATE, TW_WAITING, true);
 	atomic_store_explicit(&task->running, 0, memory_order_relaxed);
-	atomic_store_explicit(
-		&task->due_ns,
-		spec->delay_ms == TW_NEVER ?
-			DUE_NEVER :
-			tw__engine_due_at_ns(e, tw__engine_call_now_ns(e), spec->delay_ms),
-		memory_order_relaxed);
+	if (cal && !spec->delay_ms) /* its first fire time, planned by add_calendar */
+		atomic_store_explicit(&task->due_ns, cal->planned_due, memory_order_relaxed);
+	else
+		atomic_store_explicit(
+			&task->due_ns,
+			spec->delay_ms == TW_NEVER ?
+				DUE_NEVER :
+				tw__engine_due_at_ns(e, tw__engine_call_now_ns(e), spec->delay_ms),
+			memory_order_relaxed);
 	cold->period_hi = 0; /* no strikes */
-	task_set_period_ms(task, spec->period_ms);
+	if (cal)
+		atomic_store_explicit(&task->period_ms, PERIOD_CALENDAR, memory_order_relaxed);
+	else
+		task_set_period_ms(task, spec->period_ms);
 	atomic_store_explicit(&cold->runs, 0, memory_order_relaxed);
 	atomic_store_explicit(&cold->last_run_us, 0, memory_order_relaxed);
 	atomic_store_explicit(&cold->longest_run_us, 0, memory_order_relaxed);
@@ -127,6 +136,8 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	/* Published. seq_cst, as the load of stopping below and stop's exchange of it and
 	 * first load of each id (stop_task): one of the two sides sees the other. */
 	atomic_store_explicit(&task->id, id, memory_order_seq_cst);
+	if (cal)
+		tw__calendar_link(e, cal, task);
 
 	tw__task_lock(task);
 	bool wake = tw__task_mail(e, task);
@@ -143,16 +154,63 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	return TW_OK;
 }
 
+/*
+ * A calendar task: its schedule parsed and its first fire time planned before the task is
+ * taken, so that a bad expression adds nothing. "@every D" is a fixed period (D rounded up
+ * to the engine's 1 ms grid), added as one: it needs no schedule at each firing.
+ */
+static __attribute__((noinline)) int add_calendar(tw_engine *e, const tw_task_spec *spec,
+						  tw_id *out)
+{
+	if (!e || !out || !spec->callback)
+		return -TW_EINVAL;
+	if (spec->period_ms)
+		return -TW_EINVAL;
+	if (atomic_load(&e->stopping))
+		return halted_code(e);
+	struct calendar *cal;
+	int rc = tw__calendar_new(e, spec, &cal);
+	if (rc)
+		return rc;
+	tw_task_spec known = *spec;
+	known.cron = NULL;
+	uint64_t every_ns = tw__calendar_every_ns(cal);
+	if (every_ns) {
+		tw__calendar_discard(cal);
+		known.period_ms = (every_ns + NS_PER_MS - 1) / NS_PER_MS;
+		if (!known.delay_ms)
+			known.delay_ms = known.period_ms;
+		if (known.period_ms > TW_MAX_DELAY_MS)
+			return -TW_ERANGE;
+		return add_task(e, &known, out, NULL);
+	}
+	if (!spec->delay_ms) {
+		int64_t offset = tw__wall_offset_ns(e);
+		int64_t now = (int64_t)tw__engine_now_ns(e) + offset;
+		if (tw__calendar_plan(e, cal, now, offset) == DUE_NEVER) {
+			tw__calendar_discard(cal);
+			return -TW_ENOMATCH;
+		}
+	}
+	known.callback = tw__calendar_callback;
+	known.arg = cal;
+	known.release = tw__calendar_release;
+	rc = add_task(e, &known, out, cal);
+	if (rc)
+		tw__calendar_discard(cal);
+	return rc;
+}
+
 int tw_add_sized(tw_engine *e, const tw_task_spec *spec, size_t size, tw_id *out)
 {
 	if (!spec)
 		return -TW_EINVAL;
 	if (size == sizeof *spec)
-		return add_task(e, spec, out);
+		return spec->cron ? add_calendar(e, spec, out) : add_task(e, spec, out, NULL);
 	tw_task_spec known = { 0 };
 	if (tw__struct_in(&known, sizeof known, spec, size))
 		return -TW_EINVAL;
-	return add_task(e, &known, out);
+	return known.cron ? add_calendar(e, &known, out) : add_task(e, &known, out, NULL);
 }
 
 /*
@@ -248,7 +306,8 @@ static int op_set_period(struct tw_engine *e, struct tw_task *task, uint64_t per
 			 uint64_t unused, struct after_unlock *after)
 {
 	(void)unused, (void)after;
-	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), true))
+	if (!allowed(atomic_load_explicit(&task->state, memory_order_relaxed), true) ||
+	    task_is_calendar(task))
 		return -TW_ESTATE;
 	/* A periodic firing that waits for the task's run (TW_RUN_LATE) is of the old period:
 	 * its due is known only as the next due minus that period, so it is skipped. */
@@ -311,11 +370,20 @@ static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 		return -TW_ESTATE;
 	uint64_t period = task_period_ms(task);
 	uint64_t delay = task->delay_pending || !period ? task_delay_ms(task) : period;
+	bool calendar = !period && !task->delay_pending && task_is_calendar(task);
 	task->delay_pending = false;
 	bool running = atomic_load_explicit(&task->running, memory_order_relaxed);
 	task_move(task, &e->api_ends, running ? TW_RUNNING : TW_WAITING, true);
 	task_set_paused_by_failures(task, false);
 	atomic_store_explicit(&task_cold(task)->consecutive_failures, 0, memory_order_relaxed);
+	if (calendar) { /* the first fire time after now */
+		int64_t offset = tw__wall_offset_ns(e);
+		set_due(e, task,
+			tw__calendar_plan(e, task_calendar(task),
+					  (int64_t)tw__engine_now_ns(e) + offset, offset),
+			after);
+		return TW_OK;
+	}
 	set_due(e, task, delay == TW_NEVER ? DUE_NEVER : tw__engine_due_at_ns(e, now_ns, delay),
 		after);
 	return TW_OK;

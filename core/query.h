@@ -5,7 +5,7 @@
 #ifndef TICKWHEEL_CORE_QUERY_H
 #define TICKWHEEL_CORE_QUERY_H
 
-#include "threads.h"
+#include "calendar.h"
 
 static inline uint64_t ns_of_us(_Atomic uint32_t *us)
 {
@@ -26,9 +26,14 @@ static inline __attribute__((always_inline)) bool task_read_info(struct tw_task 
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
 	uint64_t period = atomic_load_explicit(&task->period_ms, memory_order_relaxed);
+	bool calendar = false;
+	int64_t wall_due = 0;
 	if (period & WIDE_BIT) { /* its halves are only consistent under the lock */
 		tw__task_lock(task);
 		period = task_period_ms(task);
+		calendar = !period; /* a wide period of 0 marks a calendar task (calendar.h) */
+		if (calendar && !task->released)
+			wall_due = tw__calendar_wall_due(task);
 		tw__task_unlock(task);
 	}
 	uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
@@ -56,6 +61,8 @@ static inline __attribute__((always_inline)) bool task_read_info(struct tw_task 
 		.last_lateness_ns = ns_of_us(&cold->last_lateness_us),
 		.max_lateness_ns = ns_of_us(&cold->max_lateness_us),
 		.on_wheel_thread = traits & TRAIT_ON_WHEEL,
+		.calendar = calendar,
+		.next_due_wall_ns = wall_due,
 	};
 	/* An id that changed meanwhile means the task was reaped while we read. */
 	if (atomic_load_explicit(&task->id, memory_order_acquire) != id)

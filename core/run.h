@@ -8,7 +8,7 @@
 #ifndef TICKWHEEL_CORE_RUN_H
 #define TICKWHEEL_CORE_RUN_H
 
-#include "threads.h"
+#include "calendar.h"
 
 static void note_lateness(struct executor *x, uint64_t late_ns, uint64_t us)
 {
@@ -116,10 +116,14 @@ static bool take_rerun(struct executor *x, struct tw_task *task, struct firing *
 	 * that firing is still a one-shot's, and completes it unless re-armed); a periodic
 	 * task's is a period before its next (unless that is past). */
 	bool oneshot = task_has_trait(task, TRAIT_ONESHOT_RERUN);
+	/* a calendar task's firing has no period to count back: the wheel thread kept its due */
+	bool calendar = !oneshot && !period_ns && task_is_calendar(task);
 	uint64_t late = oneshot || !period_ns || due <= now ? due : due - period_ns;
+	if (calendar && due > now)
+		late = task_calendar(task)->rerun_due;
 	if (late > now || due == DUE_NEVER)
 		return false; /* a later due was set since (tw_set_delay): it replaced the firing */
-	if (oneshot || !period_ns)
+	if (oneshot || (!period_ns && !calendar))
 		atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
 	f->due_ns = late;
 	f->skipped = take_skipped(task);

@@ -12,7 +12,7 @@
  * Postponing a task needs no work here: the API thread records the later due
  * and the entry is re-filed when its old tick comes round.
  */
-#include "threads.h"
+#include "calendar.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -430,6 +430,30 @@ static enum dispatched dispatch(struct tw_engine *e, struct tw_task *task, uint6
 	return DISPATCHED;
 }
 
+/* A calendar task's firing: the due it stands for, and the ns to its next due (which
+ * tw__calendar_fire always gives). Returned in two registers: fire() takes the address of
+ * none of its locals. */
+struct calendar_firing {
+	uint64_t due, period;
+};
+
+/* Lock held: a calendar task's firing (fire()) comes at tick target. It stands for the latest
+ * fire time passed, those before it skipped as missed, as a periodic task's periods; its next
+ * due comes from its schedule, given as a period so that fire() goes on as for a periodic
+ * task: a periodic task's path stays what it was, a one-shot's has one test more. */
+static __attribute__((noinline)) struct calendar_firing
+calendar_firing(struct tw_engine *e, struct tw_task *task, uint64_t due, uint64_t target)
+{
+	uint64_t fire_due, missed;
+	uint64_t next = tw__calendar_fire(e, task, due, e->epoch_ns + target * NS_PER_MS, &fire_due,
+					  &missed);
+	if (missed)
+		skip(task, &task_cold(task)->skipped_missed, &e->skipped_missed, missed);
+	/* TW_RUN_LATE: the due of the firing that may wait for the task's run (run.h) */
+	task_calendar(task)->rerun_due = fire_due;
+	return (struct calendar_firing){ .due = fire_due, .period = next - fire_due };
+}
+
 /*
  * Lock held; the task came out of the wheel or the ready list while the wheel
  * is being advanced to tick target. Fires it, or re-files it if it was
@@ -450,7 +474,16 @@ static bool fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 		file_task(e, task, tick, FILED_DUE);
 		return true;
 	}
-	uint64_t period = task_period_ms(task) * NS_PER_MS;
+	/* task_period_ms, its field read once: a calendar task has one, but no period */
+	uint32_t low = atomic_load_explicit(&task->period_ms, memory_order_relaxed);
+	uint64_t period =
+		(low & WIDE_BIT ? wide_ms(low, task_cold(task)->period_hi & PERIOD_HI_MASK) : low) *
+		NS_PER_MS;
+	if (__builtin_expect(!period && low, 0)) { /* no period, but a period field: a calendar */
+		struct calendar_firing f = calendar_firing(e, task, due, target);
+		due = f.due;
+		period = f.period;
+	}
 	uint64_t target_ns = e->epoch_ns + target * NS_PER_MS;
 	if (period && target_ns - due >= period) {
 		uint64_t missed = (target_ns - due) / period;
@@ -607,8 +640,8 @@ static bool may_sleep(struct tw_engine *e, uint64_t until)
 
 static void wait_for_work(struct tw_engine *e, int timeout_ms)
 {
-	struct epoll_event events[2];
-	int n = epoll_wait(e->epoll_fd, events, 2, timeout_ms);
+	struct epoll_event events[3];
+	int n = epoll_wait(e->epoll_fd, events, 3, timeout_ms);
 	if (n < 0 && errno != EINTR) {
 		/* Only a closed or broken epoll descriptor gets here: say so, and do not spin. */
 		tw__engine_log(e, TW_LOG_ERROR, "epoll_wait: %s", tw__strerror(errno));
@@ -620,6 +653,8 @@ static void wait_for_work(struct tw_engine *e, int timeout_ms)
 	 * timerfd_settime (the next due is later), which clears its count. */
 	for (int i = 0; i < n; i++) {
 		uint64_t count;
+		if (events[i].data.fd == e->wall_fd)
+			tw__wall_watch_event(e);
 		if (events[i].data.fd != e->wake_fd)
 			continue;
 		ssize_t got = read(e->wake_fd, &count, sizeof count);

@@ -62,7 +62,7 @@ NEW_BASELINE_TOLERANCES = {'instr': 0.02}
 # The dumps tw-perf icount makes, in its order: a run missing one is broken.
 PHASES = ('wheel_add', 'wheel_reschedule', 'wheel_cancel', 'wheel_expiry', 'engine_add',
           'engine_postpone', 'engine_postpone_many', 'engine_reschedule_earlier',
-          'engine_cancel', 'engine_dispatch')
+          'engine_cancel', 'engine_dispatch', 'engine_fire_periodic', 'engine_fire_calendar')
 
 # collect-atstart stays yes: callgrind's collection state is per thread, and
 # the engine's wheel thread and executors must count in every phase.
@@ -78,6 +78,9 @@ ANNOTATION = [
     '(the re-filing happens when the old tick comes round, outside the phase)',
     'engine_dispatch: N one-shots due within 1 s, one tw_advance over them, tw_quiesce: '
     'expiry, hand-over, the run on an executor (an empty callback), completion',
+    'engine_fire_periodic, engine_fire_calendar: N tasks due on one tick (period 1 s, or '
+    '"* * * * * *" in UTC), one tw_advance of 1 s that fires each once, tw_quiesce: the '
+    'firing with the planning of the next due',
     'engine_add: into the free slots of a table filled and emptied before (a growing table '
     'clears chunks with memset, which callgrind counts per byte where glibc uses rep stosb)',
 ]

@@ -155,6 +155,8 @@ int scenario_icount(const struct suite_options *opt, struct report *r)
 		rc = icount_engine_phases(&wl, ids);
 	if (rc == 0)
 		rc = icount_dispatch_phase(&wl, ids);
+	if (rc == 0)
+		rc = icount_fire_phases(&wl, ids);
 	CALLGRIND_STOP_INSTRUMENTATION;
 	free(ids);
 	icount_workload_free(&wl);

@@ -60,6 +60,8 @@ static inline void phase_end(struct phase *p)
  * saying why. */
 int icount_engine_phases(const struct icount_workload *wl, tw_id *ids);
 int icount_dispatch_phase(const struct icount_workload *wl, tw_id *ids);
+/* K periodic tasks, then K calendar tasks, fired once each: the firing's cost. */
+int icount_fire_phases(const struct icount_workload *wl, tw_id *ids);
 #endif
 
 #endif

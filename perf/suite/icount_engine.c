@@ -165,4 +165,47 @@ int icount_dispatch_phase(const struct icount_workload *wl, tw_id *ids)
 	return 0;
 }
 
+/* K tasks due on the same tick, each fired once by one advance of a second: the firing's
+ * cost, with what it takes to plan the next due. */
+static int fire_phase(const char *name, const char *cron, size_t n, tw_id *ids)
+{
+	tw_engine *e = manual_engine(n);
+	if (!e)
+		return 2;
+	bool fine = true;
+	for (size_t i = 0; i < n; i++) {
+		tw_task_spec spec = { .delay_ms = cron ? 0 : 1000,
+				      .period_ms = cron ? 0 : 1000,
+				      .callback = nothing,
+				      .cron = cron };
+		fine &= tw_add(e, &spec, &ids[i]) == TW_OK;
+	}
+	/* Every task has fired once: its next due is planned as the phase's will be. */
+	fine &= ok(tw_advance(e, 1000), "tw_advance");
+	fine &= tw_quiesce(e) == TW_OK && tw_advance(e, 0) == TW_OK;
+	tw_engine_stats before, after;
+	fine &= ok(tw_stats(e, &before), "tw_stats");
+	struct phase p;
+	phase_begin(&p, name, n);
+	fine &= tw_advance(e, 1000) == TW_OK;
+	fine &= tw_quiesce(e) == TW_OK;
+	fine &= tw_advance(e, 0) == TW_OK;
+	phase_end(&p);
+	fine &= ok(tw_stats(e, &after), "tw_stats");
+	tw_engine_destroy(e);
+	if (!fine || after.runs - before.runs != n) {
+		fprintf(stderr, "tw-perf icount: %s: %llu runs of %zu tasks\n", name,
+			(unsigned long long)(after.runs - before.runs), n);
+		return 2;
+	}
+	return 0;
+}
+
+/* A calendar task's firing beside a periodic one's: the same K tasks, every second. */
+int icount_fire_phases(const struct icount_workload *wl, tw_id *ids)
+{
+	int rc = fire_phase("engine_fire_periodic", NULL, wl->n, ids);
+	return rc ? rc : fire_phase("engine_fire_calendar", "CRON_TZ=UTC * * * * * *", wl->n, ids);
+}
+
 #endif

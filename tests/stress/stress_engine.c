@@ -261,9 +261,12 @@ static struct rec *add_task(struct phase *ph, unsigned kind, bool one_shot)
 	if (!r)
 		return NULL;
 	r->on_wheel = !r->concurrent && rnd(4) == 0;
+	/* Some repeat by the calendar, every second (tw_set_period refuses them). */
+	bool calendar = !one_shot && rnd(8) == 0;
 	tw_task_spec spec = {
-		.delay_ms = 1 + rnd(20),
-		.period_ms = one_shot || rnd(4) == 0 ? 0 : 1 + rnd(20),
+		.delay_ms = calendar && rnd(2) ? 0 : 1 + rnd(20),
+		.period_ms = one_shot || calendar || rnd(4) == 0 ? 0 : 1 + rnd(20),
+		.cron = calendar ? "CRON_TZ=UTC * * * * * *" : NULL,
 		.callback = callback,
 		.arg = r,
 		.release = release,

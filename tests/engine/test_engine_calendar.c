@@ -1,0 +1,312 @@
+/*
+ * test_engine_calendar.c - calendar tasks (tw_task_spec.cron): fire times on
+ * the manual clock's wall time (exact, in UTC and across daylight-saving
+ * changes in Europe/Berlin), the periodic task's rules (stalls, overlaps,
+ * pause and resume, failures, release), tw_set_delay, and re-planning when
+ * the wall clock is set, through the internal hook on the manual clock
+ * (test_engine_calendar_wall.c sets the real clock).
+ */
+#include "engine_test_support.h"
+
+/* core/calendar.h: tests link the static library. */
+void tw__engine_set_manual_wall(tw_engine *e, int64_t wall_ns);
+
+#define S(x) ((int64_t)(x)*1000000000)
+#define MS   UINT64_C(1000000)
+
+/* A manual engine whose wall clock reads wall_s now; *start gets its manual time. */
+static tw_engine *engine_at_wall(unsigned max_failures, int64_t wall_s, uint64_t *start)
+{
+	tw_config cfg = manual_config(1);
+	if (max_failures)
+		cfg.max_failures = max_failures;
+	tw_engine *e = engine_new(&cfg);
+	tw__engine_set_manual_wall(e, S(wall_s));
+	*start = manual_now_at(e, __LINE__);
+	return e;
+}
+
+static tw_id add_cron(tw_engine *e, struct recorder *r, const char *cron, unsigned flags)
+{
+	tw_task_spec spec = spec_of(0, 0, record_callback, r);
+	spec.release = record_release;
+	spec.flags = flags;
+	spec.cron = cron;
+	tw_id id = add_spec(e, &spec);
+	atomic_store(&r->id, id);
+	return id;
+}
+
+/* The wall time of a due on an engine whose wall read wall_s at manual time start. */
+static int64_t wall_of(uint64_t due, int64_t wall_s, uint64_t start)
+{
+	return S(wall_s) + (int64_t)(due - start);
+}
+
+Test(calendar, every_five_seconds_exact)
+{
+	int64_t w0 = 1767225601; /* 2026-01-01 00:00:01 UTC */
+	uint64_t start;
+	tw_engine *e = engine_at_wall(0, w0, &start);
+	struct recorder *r = recorder_new(e);
+	tw_id id = add_cron(e, r, "CRON_TZ=UTC */5 * * * * *", 0);
+	tw_task_info info = info_of(e, id);
+	cr_assert(info.calendar);
+	cr_assert_eq(info.period_ms, 0);
+	cr_assert_eq(info.next_due_wall_ns, S(1767225605));
+	cr_assert_eq(info.next_due_ns, start + 4000 * MS);
+	step(e, 3999);
+	cr_assert_eq(atomic_load(&r->runs), 0);
+	step(e, 1);
+	cr_assert_eq(atomic_load(&r->runs), 1);
+	for (int i = 0; i < 3; i++)
+		step(e, 5000);
+	cr_assert_eq(atomic_load(&r->runs), 4);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(wall_of(r->due[i], w0, start), S(1767225605 + 5 * i), "run %d", i + 1);
+	info = info_of(e, id);
+	cr_assert_eq(info.next_due_wall_ns, S(1767225625));
+	cr_assert_eq(info_skips(&info), 0);
+	destroy_expecting_one_release(e, r);
+}
+
+Test(calendar, berlin_spring_forward_and_fall_back)
+{
+	uint64_t start;
+	int64_t w0 = 1774699200; /* 2026-03-28 12:00 UTC; Berlin springs forward the 29th */
+	tw_engine *e = engine_at_wall(0, w0, &start);
+	struct recorder *r = recorder_new(e);
+	tw_id id = add_cron(e, r, "CRON_TZ=Europe/Berlin 0 30 2 * * *", 0);
+	/* 02:30 does not exist that day: it fires when the clock jumps, 03:00 CEST */
+	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(1774746000));
+	step(e, (uint64_t)(1774746000 - w0) * 1000);
+	cr_assert_eq(atomic_load(&r->runs), 1);
+	cr_assert_eq(wall_of(r->due[0], w0, start), S(1774746000));
+	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(1774830600)); /* 02:30 CEST the 30th */
+	destroy_expecting_one_release(e, r);
+
+	w0 = 1792843200; /* 2026-10-24 12:00 UTC; Berlin falls back the 25th */
+	e = engine_at_wall(0, w0, &start);
+	r = recorder_new(e);
+	id = add_cron(e, r, "CRON_TZ=Europe/Berlin 0 30 2 * * *", 0);
+	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(1792888200)); /* the first 02:30 */
+	step(e, (uint64_t)(1792888200 - w0) * 1000);
+	cr_assert_eq(atomic_load(&r->runs), 1);
+	/* the second 02:30, an hour later, does not fire: the next is the 26th, 02:30 CET */
+	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(1792978200));
+	step(e, 3600 * 1000);
+	cr_assert_eq(atomic_load(&r->runs), 1);
+	destroy_expecting_one_release(e, r);
+}
+
+Test(calendar, stall_runs_once_for_the_latest)
+{
+	int64_t w0 = 1767225600;
+	uint64_t start;
+	tw_engine *e = engine_at_wall(0, w0, &start);
+	struct recorder *r = recorder_new(e);
+	tw_id id = add_cron(e, r, "CRON_TZ=UTC * * * * * *", 0);
+	step(e, 10000); /* fire times w0 + 1 ... w0 + 10 all passed */
+	cr_assert_eq(atomic_load(&r->runs), 1);
+	cr_assert_eq(wall_of(r->due[0], w0, start), S(w0 + 10));
+	cr_assert_eq(r->skipped[0], 9);
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.skipped_missed, 9);
+	cr_assert_eq(info.next_due_wall_ns, S(w0 + 11));
+	destroy_expecting_one_release(e, r);
+}
+
+static void overlap(unsigned flags)
+{
+	int64_t w0 = 1767225600;
+	uint64_t start;
+	tw_engine *e = engine_at_wall(0, w0, &start);
+	struct recorder *r = recorder_new(e);
+	tw_id id = add_cron(e, r, "CRON_TZ=UTC * * * * * *", flags);
+	atomic_store(&r->block, true);
+	advance(e, 1000);
+	wait_started(r);
+	advance(e, 1000); /* the next fire time comes during the run */
+	atomic_store(&r->block, false);
+	gate_open(&r->gate, 1);
+	quiesce(e);
+	tw_task_info info = info_of(e, id);
+	if (flags & TW_RUN_LATE) {
+		cr_assert_eq(atomic_load(&r->runs), 2);
+		cr_assert_eq(wall_of(r->due[1], w0, start), S(w0 + 2));
+		cr_assert_eq(info.skipped_overlap, 0);
+	} else {
+		cr_assert_eq(atomic_load(&r->runs), 1);
+		cr_assert_eq(info.skipped_overlap, 1);
+	}
+	cr_assert_eq(info.next_due_wall_ns, S(w0 + 3));
+	step(e, 1000);
+	cr_assert_eq(atomic_load(&r->runs), flags & TW_RUN_LATE ? 3 : 2);
+	destroy_expecting_one_release(e, r);
+}
+
+Test(calendar, overlap_is_skipped)
+{
+	overlap(0);
+}
+
+Test(calendar, overlap_runs_late)
+{
+	overlap(TW_RUN_LATE);
+}
+
+Test(calendar, pause_resume_plans_after_now)
+{
+	int64_t w0 = 1767225601;
+	uint64_t start;
+	tw_engine *e = engine_at_wall(0, w0, &start);
+	struct recorder *r = recorder_new(e);
+	tw_id id = add_cron(e, r, "CRON_TZ=UTC */10 * * * * *", 0);
+	cr_assert_eq(tw_pause(e, id), TW_OK);
+	step(e, 30000);
+	cr_assert_eq(atomic_load(&r->runs), 0);
+	cr_assert_eq(info_of(e, id).next_due_wall_ns, 0);
+	cr_assert_eq(tw_resume(e, id), TW_OK);
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.next_due_wall_ns, S(w0 + 39)); /* now is w0 + 30 = :31 */
+	cr_assert_eq(info.next_due_ns, start + 39000 * MS);
+	cr_assert_eq(info_skips(&info), 0);
+	step(e, 9000);
+	cr_assert_eq(atomic_load(&r->runs), 1);
+	destroy_expecting_one_release(e, r);
+}
+
+Test(calendar, failures_pause_it)
+{
+	int64_t w0 = 1767225600;
+	uint64_t start;
+	tw_engine *e = engine_at_wall(2, w0, &start);
+	struct recorder *r = recorder_new(e);
+	tw_id id = add_cron(e, r, "CRON_TZ=UTC * * * * * *", 0);
+	atomic_store(&r->fail, 1);
+	step(e, 1000);
+	step(e, 1000);
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.state, TW_PAUSED);
+	cr_assert(info.paused_by_failures);
+	cr_assert_eq(info.failures, 2);
+	atomic_store(&r->fail, 0);
+	step(e, 500);
+	cr_assert_eq(tw_resume(e, id), TW_OK);
+	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(w0 + 3));
+	step(e, 500);
+	cr_assert_eq(atomic_load(&r->runs), 3);
+	destroy_expecting_one_release(e, r);
+}
+
+Test(calendar, set_delay_moves_the_next_firing_only)
+{
+	int64_t w0 = 1767225601;
+	uint64_t start;
+	tw_engine *e = engine_at_wall(0, w0, &start);
+	struct recorder *r = recorder_new(e);
+	tw_id id = add_cron(e, r, "CRON_TZ=UTC 0 * * * * *", 0);
+	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(w0 + 59));
+	cr_assert_eq(tw_set_delay(e, id, 2000), TW_OK);
+	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(w0 + 2));
+	step(e, 2000);
+	cr_assert_eq(atomic_load(&r->runs), 1);
+	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(w0 + 59)); /* the calendar resumes */
+	step(e, 57000);
+	cr_assert_eq(atomic_load(&r->runs), 2);
+	cr_assert_eq(wall_of(r->due[1], w0, start), S(w0 + 59));
+	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(w0 + 119));
+	cr_assert_eq(tw_set_period(e, id, 1000), -TW_ESTATE);
+	destroy_expecting_one_release(e, r);
+}
+
+Test(calendar, cancel_releases_once)
+{
+	uint64_t start;
+	tw_engine *e = engine_at_wall(0, 1767225600, &start);
+	struct recorder *r = recorder_new(e);
+	tw_id id = add_cron(e, r, "CRON_TZ=UTC * * * * * *", 0);
+	step(e, 1000);
+	cr_assert_eq(tw_cancel(e, id), TW_OK);
+	cr_assert_eq(atomic_load(&r->releases), 1);
+	tw_task_info info = info_of(e, id);
+	cr_assert(info.calendar);
+	cr_assert_eq(info.state, TW_STOPPED);
+	cr_assert_eq(info.next_due_wall_ns, 0);
+	step(e, 5000);
+	cr_assert_eq(atomic_load(&r->runs), 1);
+	destroy_expecting_one_release(e, r);
+}
+
+Test(calendar, refused_expressions_add_nothing)
+{
+	uint64_t start;
+	tw_engine *e = engine_at_wall(0, 1767225600, &start);
+	struct counts c = { 0 };
+	tw_task_spec spec = spec_of(0, 0, count_callback, &c);
+	spec.release = count_release;
+	tw_id id = 0;
+	spec.cron = "61 * * * * *";
+	cr_assert_eq(tw_add(e, &spec, &id), -TW_ESYNTAX);
+	spec.cron = "CRON_TZ=Nowhere/Atlantis * * * * * *";
+	cr_assert_eq(tw_add(e, &spec, &id), -TW_ENOZONE);
+	spec.cron = "CRON_TZ=UTC 0 0 0 30 2 *";
+	cr_assert_eq(tw_add(e, &spec, &id), -TW_ENOMATCH);
+	spec.cron = "CRON_TZ=UTC * * * * * *";
+	spec.period_ms = 1000;
+	cr_assert_eq(tw_add(e, &spec, &id), -TW_EINVAL);
+	cr_assert_eq(id, 0);
+	tw_engine_stats stats = stats_of(e);
+	cr_assert_eq(stats.tasks_live, 0);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), 0);
+	assert_no_leaks();
+}
+
+Test(calendar, every_is_a_fixed_period)
+{
+	uint64_t start;
+	tw_engine *e = engine_at_wall(0, 1767225600, &start);
+	struct recorder *r = recorder_new(e);
+	tw_id id = add_cron(e, r, "@every 1.5s", 0);
+	tw_task_info info = info_of(e, id);
+	cr_assert(!info.calendar);
+	cr_assert_eq(info.period_ms, 1500);
+	cr_assert_eq(info.next_due_ns, start + 1500 * MS);
+	cr_assert_eq(info.next_due_wall_ns, 0);
+	step(e, 1500);
+	step(e, 1500);
+	cr_assert_eq(atomic_load(&r->runs), 2);
+	destroy_expecting_one_release(e, r);
+}
+
+Test(calendar, wall_clock_set_replans_calendar_tasks_only)
+{
+	int64_t w0 = 1767225600; /* 00:00 UTC */
+	uint64_t start;
+	tw_engine *e = engine_at_wall(0, w0, &start);
+	struct recorder *r = recorder_new(e);
+	tw_id cal = add_cron(e, r, "CRON_TZ=UTC 0 0 12 * * *", 0);
+	struct counts c = { 0 };
+	tw_id mono = add_counted(e, &c, 3600 * 1000, 3600 * 1000);
+	cr_assert_eq(info_of(e, cal).next_due_ns, start + 12 * 3600000 * MS);
+	tw__engine_set_manual_wall(e, S(w0 + 3600)); /* the clock set an hour forward */
+	tw_task_info info = info_of(e, cal);
+	cr_assert_eq(info.next_due_ns, start + 11 * 3600000 * MS);
+	cr_assert_eq(info.next_due_wall_ns, S(w0 + 12 * 3600));
+	cr_assert_eq(info_of(e, mono).next_due_ns, start + 3600000 * MS);
+	tw__engine_set_manual_wall(e, S(w0)); /* and back */
+	cr_assert_eq(info_of(e, cal).next_due_ns, start + 12 * 3600000 * MS);
+	cr_assert_eq(info_of(e, mono).next_due_ns, start + 3600000 * MS);
+	step(e, 12 * 3600 * 1000 - 1);
+	cr_assert_eq(atomic_load(&r->runs), 0);
+	step(e, 1);
+	cr_assert_eq(atomic_load(&r->runs), 1);
+	/* set forward past a fire time: it fires at once, as after a stall */
+	tw__engine_set_manual_wall(e, S(w0 + 36 * 3600 + 60));
+	step(e, 0);
+	cr_assert_eq(atomic_load(&r->runs), 2);
+	cr_assert_eq(info_of(e, cal).next_due_wall_ns, S(w0 + 60 * 3600));
+	cr_assert_eq(tw_cancel(e, mono), TW_OK);
+	destroy_expecting_one_release(e, r);
+}
