@@ -38,6 +38,22 @@
  * to a due in the millisecond it is already filed in keeps its place. Runs
  * on different executors may start in any order.
  *
+ * Absolute dues. A task's first due may be a time rather than a delay
+ * (tw_task_spec.first_due_ns), and tw_set_due moves a task to a time, so
+ * that a program can put many tasks on one grid of its own (heartbeats all
+ * due at T, T + 100 ms, ...) or start a periodic task at a phase it chose,
+ * without the race between reading the clock and the call. The time is
+ * CLOCK_MONOTONIC's (with manual_clock, the manual clock's: it starts at
+ * CLOCK_MONOTONIC's time of the engine's creation, and tw_fire.due_ns and
+ * next_due_ns are on it), and
+ * is rounded up to the 1 ms grid as a delay is, so every task given the same
+ * time gets the same due_ns and fires in the same millisecond. A time
+ * already past (or within the current millisecond) is due at once: the next
+ * tick, as a delay of 0, not at its own past time. A periodic task's later
+ * dues are that due plus periods, as for any task. A time further ahead than
+ * TW_MAX_DELAY_MS is refused (-TW_ERANGE). A one-shot given a time resumes
+ * (tw_resume) with the delay that time stood for when it was given.
+ *
  * Firings that cannot run at once. A one-shot's firing is never lost:
  *  - when no executor can take it (every queue full), it waits - a task has
  *    at most one firing waiting, so this is no backlog - and runs late, as
@@ -78,6 +94,8 @@
  *    (its earlier due, if it was moved later before); a delay of TW_NEVER
  *    counts as moved later: the task leaves the wheel when that millisecond
  *    comes round, and a due set back into it meanwhile keeps its place.
+ *  - tw_set_due on a paused task, as tw_set_delay there, wins on resume:
+ *    the task is then due at that time, or at once if it has passed by then.
  *  - tw_set_delay on a one-shot whose firing was handed out re-arms it, to
  *    TW_NEVER too (it then waits with no due instead of completing); a
  *    one-shot given a period after its firing was handed out still
@@ -264,6 +282,10 @@ typedef struct {
 	void (*release)(void *arg); /* optional, called exactly once when the task is gone */
 	unsigned flags; /* TW_CONCURRENT, TW_RUN_LATE, TW_ON_WHEEL_THREAD (default: serial, skip
 			 * overlaps, on an executor) */
+	/* The first due as a CLOCK_MONOTONIC time in ns (the manual clock's time with
+	 * manual_clock) instead of a delay; 0: use delay_ms, which must then be 0. See
+	 * "Absolute dues". */
+	uint64_t first_due_ns;
 } tw_task_spec;
 
 typedef struct {
@@ -544,8 +566,10 @@ TW_API void tw_engine_destroy(tw_engine *e);
  * @out: receives the new task's id; untouched on failure.
  *
  * Return: TW_OK; -TW_EINVAL for NULL @e, @spec or @out, no callback,
- * unknown flags or TW_ON_WHEEL_THREAD with TW_CONCURRENT; -TW_ERANGE for a
- * delay above TW_MAX_DELAY_MS (TW_NEVER excepted) or a period above it; -TW_ELIMIT when max_tasks tasks are live
+ * unknown flags, TW_ON_WHEEL_THREAD with TW_CONCURRENT, or a first_due_ns
+ * with a delay_ms that is not 0; -TW_ERANGE for a delay above
+ * TW_MAX_DELAY_MS (TW_NEVER excepted), a period above it, or a first_due_ns
+ * more than TW_MAX_DELAY_MS ahead; -TW_ELIMIT when max_tasks tasks are live
  * (or the table is out of ids); -TW_ENOMEM when memory runs out;
  * -TW_ESHUTDOWN after a stop. A tw_add that fails never calls release.
  * Any thread. Does not wait for runs; takes the slot table's lock briefly.
@@ -572,6 +596,25 @@ static inline int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
  * only records the later due.
  */
 TW_API int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms);
+
+/**
+ * tw_set_due() - moves a task's next due to the time @due_ns.
+ * @due_ns: a CLOCK_MONOTONIC time in ns (the manual clock's with manual_clock).
+ *
+ * tw_set_delay with a time instead of a delay (see "Absolute dues"): the
+ * due is @due_ns rounded up to the 1 ms grid, or the next tick if that has
+ * passed. The same states and rules as tw_set_delay's: on a paused task it
+ * applies on resume (due then at @due_ns, or at once if it has passed);
+ * it re-arms a one-shot whose firing was handed out; a periodic task's
+ * later dues follow it by whole periods.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL @e or a @due_ns of 0 (no due at all is
+ * tw_set_delay's TW_NEVER); -TW_ERANGE for a @due_ns more than
+ * TW_MAX_DELAY_MS ahead; -TW_ESHUTDOWN after a stop; -TW_ENOTFOUND;
+ * -TW_ESTATE for a completed or stopped task. Any thread. Reads the clock
+ * and takes the task's own lock, as tw_set_delay; O(1).
+ */
+TW_API int tw_set_due(tw_engine *e, tw_id id, uint64_t due_ns);
 
 /**
  * tw_set_delay_many() - tw_set_delay on @n tasks at once.

@@ -34,6 +34,38 @@ static int check_delay(uint64_t ms)
 	return ms > TW_MAX_DELAY_MS ? -TW_ERANGE : TW_OK;
 }
 
+/* A due asked as a time must be no further ahead than the longest delay, so that the wheel
+ * and the resume of a one-shot (which keeps the delay it stands for) can hold it. */
+static int check_time(const struct tw_engine *e, uint64_t at_ns)
+{
+	uint64_t now_ns = tw__engine_call_now_ns(e);
+	return at_ns > now_ns && at_ns - now_ns > TW_MAX_DELAY_MS * NS_PER_MS ? -TW_ERANGE : TW_OK;
+}
+
+/* A due asked as a time (first_due_ns, tw_set_due): on the grid, rounded up as a delay is,
+ * and never before the next tick, so that a time already past fires as a delay of 0 would. */
+static uint64_t due_of_time(const struct tw_engine *e, uint64_t now_ns, uint64_t at_ns)
+{
+	uint64_t soonest = tw__engine_due_at_ns(e, now_ns, 0);
+	uint64_t due = e->epoch_ns + tw__engine_tick_of(e, at_ns) * NS_PER_MS;
+	return due > soonest ? due : soonest;
+}
+
+/* The delay a due on the grid stands for, which a one-shot resumes with. */
+static uint64_t delay_of_due(const struct tw_engine *e, uint64_t now_ns, uint64_t due_ns)
+{
+	return (due_ns - tw__engine_due_at_ns(e, now_ns, 0)) / NS_PER_MS;
+}
+
+/* tw_add's own checks of first_due_ns, off the path of tasks added with a delay. */
+static __attribute__((noinline)) int check_first_due(const struct tw_engine *e,
+						     const tw_task_spec *spec)
+{
+	if (spec->delay_ms)
+		return -TW_EINVAL;
+	return check_time(e, spec->first_due_ns);
+}
+
 static inline int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 			    uint64_t now_ns, struct after_unlock *after);
 
@@ -71,6 +103,11 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	if (!e || !out || !spec->callback || (flags & ~(unsigned)TRAIT_TASK_FLAGS) ||
 	    (flags & (TW_CONCURRENT | TW_ON_WHEEL_THREAD)) == (TW_CONCURRENT | TW_ON_WHEEL_THREAD))
 		return -TW_EINVAL;
+	if (__builtin_expect(spec->first_due_ns != 0, 0)) {
+		int rc = check_first_due(e, spec);
+		if (rc)
+			return rc;
+	}
 	if ((check_delay(spec->delay_ms) && spec->delay_ms != TW_NEVER) ||
 	    check_delay(spec->period_ms))
 		return -TW_ERANGE;
@@ -95,7 +132,15 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	task->release_queued = false;
 	atomic_store_explicit(&task->traits, (uint8_t)flags, memory_order_relaxed);
 	task->rerun = false;
-	task_set_delay_ms(task, spec->delay_ms);
+	uint64_t now_ns = tw__engine_call_now_ns(e), delay_ms = spec->delay_ms, due_ns;
+	if (__builtin_expect(spec->first_due_ns != 0, 0)) {
+		due_ns = due_of_time(e, now_ns, spec->first_due_ns);
+		delay_ms = delay_of_due(e, now_ns, due_ns);
+	} else {
+		due_ns = delay_ms == TW_NEVER ? DUE_NEVER :
+						tw__engine_due_at_ns(e, now_ns, delay_ms);
+	}
+	task_set_delay_ms(task, delay_ms);
 	task->delay_pending = false;
 	cold->skipped_since_run = 0;
 	task->skipped = false;
@@ -105,12 +150,7 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
 	tally_move(&e->api_ends, NO_STATE, TW_WAITING, true);
 	atomic_store_explicit(&task->running, 0, memory_order_relaxed);
-	atomic_store_explicit(
-		&task->due_ns,
-		spec->delay_ms == TW_NEVER ?
-			DUE_NEVER :
-			tw__engine_due_at_ns(e, tw__engine_call_now_ns(e), spec->delay_ms),
-		memory_order_relaxed);
+	atomic_store_explicit(&task->due_ns, due_ns, memory_order_relaxed);
 	cold->period_hi = 0; /* no strikes */
 	task_set_period_ms(task, spec->period_ms);
 	atomic_store_explicit(&cold->runs, 0, memory_order_relaxed);
@@ -244,6 +284,29 @@ static int op_set_never(struct tw_engine *e, struct tw_task *task, uint64_t unus
 	return TW_OK;
 }
 
+/*
+ * tw_set_due: as op_set_delay, with a time. On a paused task the time itself waits in due_ns
+ * (which nothing reads while the task is paused) for tw_resume, which places it then.
+ */
+static int op_set_time(struct tw_engine *e, struct tw_task *task, uint64_t at_ns, uint64_t now_ns,
+		       struct after_unlock *after)
+{
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	if (!allowed(state, true))
+		return -TW_ESTATE;
+	if (state == TW_PAUSED) {
+		task_set_delay_ms(task, DELAY_AT_DUE);
+		atomic_store_explicit(&task->due_ns, at_ns, memory_order_relaxed);
+		task->delay_pending = true;
+		return TW_OK;
+	}
+	uint64_t due = due_of_time(e, now_ns, at_ns);
+	task_set_delay_ms(task, delay_of_due(e, now_ns, due));
+	task->rerun = false; /* as tw_set_delay: the new due replaces a firing that waits */
+	set_due(e, task, due, after);
+	return TW_OK;
+}
+
 static int op_set_period(struct tw_engine *e, struct tw_task *task, uint64_t period_ms,
 			 uint64_t unused, struct after_unlock *after)
 {
@@ -312,12 +375,19 @@ static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 	uint64_t period = task_period_ms(task);
 	uint64_t delay = task->delay_pending || !period ? task_delay_ms(task) : period;
 	task->delay_pending = false;
+	uint64_t due;
+	if (delay == DELAY_AT_DUE) {
+		due = due_of_time(e, now_ns,
+				  atomic_load_explicit(&task->due_ns, memory_order_relaxed));
+		task_set_delay_ms(task, delay_of_due(e, now_ns, due));
+	} else {
+		due = delay == TW_NEVER ? DUE_NEVER : tw__engine_due_at_ns(e, now_ns, delay);
+	}
 	bool running = atomic_load_explicit(&task->running, memory_order_relaxed);
 	task_move(task, &e->api_ends, running ? TW_RUNNING : TW_WAITING, true);
 	task_set_paused_by_failures(task, false);
 	atomic_store_explicit(&task_cold(task)->consecutive_failures, 0, memory_order_relaxed);
-	set_due(e, task, delay == TW_NEVER ? DUE_NEVER : tw__engine_due_at_ns(e, now_ns, delay),
-		after);
+	set_due(e, task, due, after);
 	return TW_OK;
 }
 
@@ -342,6 +412,15 @@ int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms)
 	if (e && check_delay(delay_ms))
 		return delay_ms == TW_NEVER ? with_task(e, id, op_set_never, 0, false) : -TW_ERANGE;
 	return with_task(e, id, op_set_delay, delay_ms, true);
+}
+
+int tw_set_due(tw_engine *e, tw_id id, uint64_t due_ns)
+{
+	if (!e || !due_ns)
+		return -TW_EINVAL;
+	if (check_time(e, due_ns))
+		return -TW_ERANGE;
+	return with_task(e, id, op_set_time, due_ns, true);
 }
 
 int tw_set_period(tw_engine *e, tw_id id, uint64_t period_ms)
