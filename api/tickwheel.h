@@ -54,6 +54,20 @@
  * TW_MAX_DELAY_MS is refused (-TW_ERANGE). A one-shot given a time resumes
  * (tw_resume) with the delay that time stood for when it was given.
  *
+ * Named tasks. A task may have a name (tw_task_spec.name), unique among the
+ * engine's live tasks: tw_add of a name a live task has (waiting, running,
+ * paused, or being added by another thread) answers -TW_EEXIST and adds
+ * nothing (release is not called); of many threads adding one name at
+ * once, exactly one succeeds. A task's name is free again as soon as the
+ * task has ended (completed or stopped), not only once it is forgotten
+ * after retain_ms. tw_find gives the live task of a name; tw_get and tw_list
+ * show a task's name in tw_task_info.name for as long as they show the
+ * task. Names cost an unnamed task nothing: they live beside the task table
+ * (about 150 bytes per named task, in liburcu's lock-free hash tables), and
+ * are freed when their task is forgotten, or by tw_engine_destroy. The
+ * metrics have no per-task series yet: one per name would multiply the
+ * series a monitoring system stores by the number of tasks.
+ *
  * Firings that cannot run at once. A one-shot's firing is never lost:
  *  - when no executor can take it (every queue full), it waits - a task has
  *    at most one firing waiting, so this is no backlog - and runs late, as
@@ -239,6 +253,7 @@ enum {
 	TW_ESYNTAX,   /* tw_cron_parse: the expression is not valid (tw_cron_error says where) */
 	TW_ENOZONE,   /* tw_cron_parse: the time zone is unknown, or its file unreadable */
 	TW_ENOMATCH,  /* tw_cron_next: no fire time within the search bound (see there) */
+	TW_EEXIST,    /* tw_add: a live task of the engine has that name already */
 };
 
 typedef enum { TW_WAITING, TW_RUNNING, TW_PAUSED, TW_COMPLETED, TW_STOPPED } tw_state;
@@ -255,6 +270,9 @@ enum {
 
 /* Runs over wheel_run_budget_us that move a TW_ON_WHEEL_THREAD task to the executors. */
 #define TW_WHEEL_RUN_STRIKES 3
+
+/* The longest task name, in bytes, without its NUL. */
+#define TW_NAME_MAX 63
 
 /* The longest delay or period accepted: about 278 years (due times in ns fit 64 bits). A
  * longer one is refused with -TW_ERANGE, except TW_NEVER. */
@@ -286,6 +304,9 @@ typedef struct {
 	 * manual_clock) instead of a delay; 0: use delay_ms, which must then be 0. See
 	 * "Absolute dues". */
 	uint64_t first_due_ns;
+	/* NULL or "": no name. Else 1 to TW_NAME_MAX bytes of printable ASCII (0x20 to 0x7e),
+	 * copied; unique among the engine's live tasks. See "Named tasks". */
+	const char *name;
 } tw_task_spec;
 
 typedef struct {
@@ -311,6 +332,9 @@ typedef struct {
 	/* Its runs go on the wheel thread: added with TW_ON_WHEEL_THREAD and not moved to the
 	 * executors by the budget guard. */
 	bool on_wheel_thread;
+	/* Its name, NUL-terminated; "" for none. Shown while the task is kept (retain_ms),
+	 * also after it ended and another task took the name. */
+	char name[TW_NAME_MAX + 1];
 } tw_task_info;
 
 enum { TW_LOG_ERROR, TW_LOG_WARNING, TW_LOG_INFO };
@@ -566,11 +590,13 @@ TW_API void tw_engine_destroy(tw_engine *e);
  * @out: receives the new task's id; untouched on failure.
  *
  * Return: TW_OK; -TW_EINVAL for NULL @e, @spec or @out, no callback,
- * unknown flags, TW_ON_WHEEL_THREAD with TW_CONCURRENT, or a first_due_ns
- * with a delay_ms that is not 0; -TW_ERANGE for a delay above
+ * unknown flags, TW_ON_WHEEL_THREAD with TW_CONCURRENT, a first_due_ns
+ * with a delay_ms that is not 0, or a name longer than TW_NAME_MAX or with
+ * a byte outside 0x20-0x7e; -TW_ERANGE for a delay above
  * TW_MAX_DELAY_MS (TW_NEVER excepted), a period above it, or a first_due_ns
  * more than TW_MAX_DELAY_MS ahead; -TW_ELIMIT when max_tasks tasks are live
- * (or the table is out of ids); -TW_ENOMEM when memory runs out;
+ * (or the table is out of ids); -TW_EEXIST when a live task has the name
+ * (see "Named tasks"); -TW_ENOMEM when memory runs out;
  * -TW_ESHUTDOWN after a stop. A tw_add that fails never calls release.
  * Any thread. Does not wait for runs; takes the slot table's lock briefly.
  * Cost O(1); every 1077th add allocates a chunk of the table.
@@ -596,6 +622,19 @@ static inline int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
  * only records the later due.
  */
 TW_API int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms);
+
+/**
+ * tw_find() - the id of the live task named @name (see "Named tasks").
+ * @out: receives the id; untouched on failure.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL @e, @name or @out, or a name no task
+ * can have ("", too long, a byte outside 0x20-0x7e); -TW_ENOTFOUND when no
+ * live task has it (an ended task's name is not found); -TW_EFORKED. Works
+ * after a stop (every task has ended then: -TW_ENOTFOUND). Any thread,
+ * callbacks included; never blocks, takes no lock (a liburcu read-side
+ * section); O(length of @name) on average.
+ */
+TW_API int tw_find(tw_engine *e, const char *name, tw_id *out);
 
 /**
  * tw_set_due() - moves a task's next due to the time @due_ns.

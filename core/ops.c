@@ -97,13 +97,17 @@ static bool reserve_live(struct tw_engine *e)
 	return false;
 }
 
-static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id *out)
+/* plain: the spec has neither first_due_ns nor a name, and the code for them is left out. */
+static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id *out, bool plain)
 {
 	unsigned flags = spec->flags;
 	if (!e || !out || !spec->callback || (flags & ~(unsigned)TRAIT_TASK_FLAGS) ||
 	    (flags & (TW_CONCURRENT | TW_ON_WHEEL_THREAD)) == (TW_CONCURRENT | TW_ON_WHEEL_THREAD))
 		return -TW_EINVAL;
-	if (__builtin_expect(spec->first_due_ns != 0, 0)) {
+	size_t name_len = 0;
+	if (!plain && spec->name && spec->name[0] && !tw__name_valid(spec->name, &name_len))
+		return -TW_EINVAL;
+	if (!plain && spec->first_due_ns) {
 		int rc = check_first_due(e, spec);
 		if (rc)
 			return rc;
@@ -115,12 +119,24 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 		return halted_code(e);
 	if (e->cfg.max_tasks && !reserve_live(e))
 		return -TW_ELIMIT;
+	struct name_node *name = NULL;
 	int error = -TW_ENOMEM;
+	if (!plain && name_len) {
+		error = tw__name_claim(&e->names, &e->table, spec->name, name_len, &name);
+		if (error) {
+			if (e->cfg.max_tasks)
+				atomic_fetch_sub_explicit(&e->tasks_added, 1, memory_order_relaxed);
+			return error;
+		}
+		error = -TW_ENOMEM;
+	}
 	tw_id id;
 	struct tw_task *task = tw__table_take(&e->table, &id, &error);
 	if (!task) {
 		if (e->cfg.max_tasks)
 			atomic_fetch_sub_explicit(&e->tasks_added, 1, memory_order_relaxed);
+		if (name)
+			tw__name_abandon(&e->names, name);
 		return error;
 	}
 	struct task_cold *cold = task_cold(task);
@@ -132,15 +148,7 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	task->release_queued = false;
 	atomic_store_explicit(&task->traits, (uint8_t)flags, memory_order_relaxed);
 	task->rerun = false;
-	uint64_t now_ns = tw__engine_call_now_ns(e), delay_ms = spec->delay_ms, due_ns;
-	if (__builtin_expect(spec->first_due_ns != 0, 0)) {
-		due_ns = due_of_time(e, now_ns, spec->first_due_ns);
-		delay_ms = delay_of_due(e, now_ns, due_ns);
-	} else {
-		due_ns = delay_ms == TW_NEVER ? DUE_NEVER :
-						tw__engine_due_at_ns(e, now_ns, delay_ms);
-	}
-	task_set_delay_ms(task, delay_ms);
+	task_set_delay_ms(task, spec->delay_ms);
 	task->delay_pending = false;
 	cold->skipped_since_run = 0;
 	task->skipped = false;
@@ -150,6 +158,16 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
 	tally_move(&e->api_ends, NO_STATE, TW_WAITING, true);
 	atomic_store_explicit(&task->running, 0, memory_order_relaxed);
+	/* A time given: the due it makes, and the delay that stands for (tw_resume's). */
+	uint64_t now_ns = tw__engine_call_now_ns(e), due_ns;
+	if (!plain && spec->first_due_ns) {
+		due_ns = due_of_time(e, now_ns, spec->first_due_ns);
+		task_set_delay_ms(task, delay_of_due(e, now_ns, due_ns));
+	} else {
+		due_ns = spec->delay_ms == TW_NEVER ?
+				 DUE_NEVER :
+				 tw__engine_due_at_ns(e, now_ns, spec->delay_ms);
+	}
 	atomic_store_explicit(&task->due_ns, due_ns, memory_order_relaxed);
 	cold->period_hi = 0; /* no strikes */
 	task_set_period_ms(task, spec->period_ms);
@@ -167,6 +185,8 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	/* Published. seq_cst, as the load of stopping below and stop's exchange of it and
 	 * first load of each id (stop_task): one of the two sides sees the other. */
 	atomic_store_explicit(&task->id, id, memory_order_seq_cst);
+	if (name) /* now that claims see the task live (until then, its name is being added) */
+		tw__name_bind(&e->names, name, id);
 
 	tw__task_lock(task);
 	bool wake = tw__task_mail(e, task);
@@ -183,16 +203,24 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	return TW_OK;
 }
 
+/* Any other spec: an older or newer caller's size, a time, a name. */
+static __attribute__((noinline)) int add_special(tw_engine *e, const tw_task_spec *spec,
+						 size_t size, tw_id *out)
+{
+	tw_task_spec known = { 0 };
+	if (tw__struct_in(&known, sizeof known, spec, size))
+		return -TW_EINVAL;
+	return add_task(e, &known, out, false);
+}
+
 int tw_add_sized(tw_engine *e, const tw_task_spec *spec, size_t size, tw_id *out)
 {
 	if (!spec)
 		return -TW_EINVAL;
-	if (size == sizeof *spec)
-		return add_task(e, spec, out);
-	tw_task_spec known = { 0 };
-	if (tw__struct_in(&known, sizeof known, spec, size))
-		return -TW_EINVAL;
-	return add_task(e, &known, out);
+	/* One test for both: an add with neither pays a load and a branch more. */
+	if (size == sizeof *spec && !(spec->first_due_ns | (uintptr_t)spec->name))
+		return add_task(e, spec, out, true);
+	return add_special(e, spec, size, out);
 }
 
 /*
