@@ -65,8 +65,8 @@
  * task. Names cost an unnamed task nothing: they live beside the task table
  * (about 150 bytes per named task, in liburcu's lock-free hash tables), and
  * are freed when their task is forgotten, or by tw_engine_destroy. The
- * metrics have no per-task series yet: one per name would multiply the
- * series a monitoring system stores by the number of tasks.
+ * metrics show named tasks only when asked (tw_metrics_options.per_task):
+ * a series per name multiplies what a monitoring system stores.
  *
  * Firings that cannot run at once. A one-shot's firing is never lost:
  *  - when no executor can take it (every queue full), it waits - a task has
@@ -437,6 +437,8 @@ typedef struct {
  *   spare_executors                                   gauge
  *   lateness_seconds                                  histogram: run start minus due
  *   lateness_max_seconds                              gauge: the largest ever
+ *   task_runs_total{task}, task_failures_total{task}  counters, per named live task,
+ *   task_skipped_total{reason,task}                   only with per_task (see there)
  *
  * The histogram's buckets are cumulative, le="0.000001" (1 us) to le="4.194304"
  * (2^22 us) doubling, then le="+Inf" (= _count); _sum is lateness_sum_ns in
@@ -453,6 +455,14 @@ typedef struct tw_metrics_options {
 	 * "state" (the library's own), and appears once; else -TW_EINVAL. A value
 	 * is any UTF-8 text: backslash, double quote and newline are escaped. */
 	const char *const *labels;
+	/* Adds series per named live task (see "Named tasks"), labelled task="NAME":
+	 * task_runs_total, task_failures_total, task_skipped_total{reason=...}. Each name
+	 * is a series of its own in the monitoring system, kept as long as it keeps old
+	 * series: with many names, or names that change (one per session), the series
+	 * multiply until they overload it; name only the tasks worth a series each.
+	 * Unnamed tasks are left out. Costs a walk of the task table per family
+	 * (O(slots), as tw_list). With it, "task" is not a label name of yours. */
+	bool per_task;
 } tw_metrics_options;
 
 /*

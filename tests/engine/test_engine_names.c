@@ -216,3 +216,64 @@ Test(names, named_heartbeats_on_a_common_grid)
 	cr_assert_eq(atomic_load(&c.releases), 10);
 	assert_no_leaks();
 }
+
+static char *metrics_text(tw_engine *e, const tw_metrics_options *opt)
+{
+	size_t len = 0;
+	int rc = tw_metrics_format(e, opt, NULL, 0, &len);
+	cr_assert(rc == -TW_ENOSPACE || rc == TW_OK, "%s", tw_strerror(rc));
+	char *buf = malloc(len + 4096);
+	cr_assert_not_null(buf);
+	cr_assert_eq(tw_metrics_format(e, opt, buf, len + 4096, NULL), TW_OK);
+	return buf;
+}
+
+static int fail_callback(const tw_fire *fire, void *arg)
+{
+	(void)fire, (void)arg;
+	return 1;
+}
+
+Test(names, metrics_show_named_tasks_only_when_asked)
+{
+	tw_engine *e = manual_engine(1);
+	struct counts c = { 0 };
+	tw_task_spec spec = spec_of(1, 1, count_callback, &c);
+	spec.name = "beat \"eu\"";
+	add_spec(e, &spec);
+	spec = spec_of(1, 1, fail_callback, NULL);
+	spec.name = "flaky";
+	add_spec(e, &spec);
+	add_counted(e, &c, 1, 1); /* unnamed: never a series */
+	for (int ms = 0; ms < 3; ms++)
+		step(e, 1);
+	char *plain = metrics_text(e, NULL);
+	cr_assert_null(strstr(plain, "task=\""), "no per-task series unless asked");
+	free(plain);
+	const char *const labels[] = { "engine", "gw1", NULL };
+	tw_metrics_options opt = { .labels = labels, .per_task = true };
+	char *text = metrics_text(e, &opt);
+	cr_assert_not_null(strstr(text, "# TYPE tickwheel_task_runs_total counter\n"));
+	cr_assert_not_null(
+		strstr(text,
+		       "tickwheel_task_runs_total{engine=\"gw1\",task=\"beat \\\"eu\\\"\"} 3\n"),
+		"%s", text);
+	cr_assert_not_null(
+		strstr(text, "tickwheel_task_failures_total{engine=\"gw1\",task=\"flaky\"} 3\n"));
+	cr_assert_not_null(strstr(
+		text,
+		"tickwheel_task_skipped_total{engine=\"gw1\",reason=\"missed\",task=\"flaky\"} 0\n"));
+	/* two named tasks: 2 runs + 2 failures + 6 skip series */
+	size_t series = 0;
+	for (const char *p = text; (p = strstr(p, ",task=\"")); p++)
+		series++;
+	cr_assert_eq(series, 10);
+	free(text);
+	const char *const clash[] = { "task", "x", NULL };
+	tw_metrics_options bad = { .labels = clash, .per_task = true };
+	cr_assert_eq(tw_metrics_format(e, &bad, NULL, 0, NULL), -TW_EINVAL);
+	bad.per_task = false;
+	cr_assert_eq(tw_metrics_format(e, &bad, NULL, 0, NULL), -TW_ENOSPACE, "a label of yours");
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
