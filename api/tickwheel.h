@@ -63,7 +63,7 @@
  * after retain_ms. tw_find gives the live task of a name; tw_get and tw_list
  * show a task's name in tw_task_info.name for as long as they show the
  * task. Names cost an unnamed task nothing: they live beside the task table
- * (about 150 bytes per named task, in liburcu's lock-free hash tables), and
+ * (about 230 bytes per named task, in liburcu's lock-free hash tables), and
  * are freed when their task is forgotten, or by tw_engine_destroy. The
  * metrics show named tasks only when asked (tw_metrics_options.per_task):
  * a series per name multiplies what a monitoring system stores.

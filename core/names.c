@@ -58,6 +58,7 @@ static int match_id(struct cds_lfht_node *ht_node, const void *key)
 int tw__names_init(struct tw_names *n)
 {
 	atomic_init(&n->used, false);
+	atomic_init(&n->nodes, 0);
 	n->by_name = cds_lfht_new_flavor(1, 1, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
 					 &urcu_memb_flavor, NULL);
 	n->by_id = cds_lfht_new_flavor(1, 1, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
@@ -116,6 +117,20 @@ static bool holder_live(struct task_table *t, struct name_node *node)
 	       atomic_load_explicit(&task->id, memory_order_acquire) == id;
 }
 
+/*
+ * Outside a read-side section: the tables get a bucket per node each time the named tasks
+ * double. liburcu's own lazy growth (CDS_LFHT_AUTO_RESIZE) left chains of dozens of nodes
+ * here (callgrind: 37 000 instructions per add or lookup at 100 000 names), so the growth is
+ * ours; it waits for a grace period, as the growth of the task table does.
+ */
+static void grow(struct tw_names *n, uint64_t nodes)
+{
+	if (nodes < 1024 || (nodes & (nodes - 1)))
+		return;
+	cds_lfht_resize(n->by_name, (unsigned long)nodes * 2);
+	cds_lfht_resize(n->by_id, (unsigned long)nodes * 2);
+}
+
 int tw__name_claim(struct tw_names *n, struct task_table *t, const char *name, size_t len,
 		   struct name_node **out)
 {
@@ -157,6 +172,7 @@ int tw__name_claim(struct tw_names *n, struct task_table *t, const char *name, s
 		return rc;
 	}
 	*out = node;
+	grow(n, atomic_fetch_add_explicit(&n->nodes, 1, memory_order_relaxed) + 1);
 	return TW_OK;
 }
 
@@ -176,6 +192,7 @@ static void free_node(struct rcu_head *head)
 
 void tw__name_abandon(struct tw_names *n, struct name_node *node)
 {
+	atomic_fetch_sub_explicit(&n->nodes, 1, memory_order_relaxed);
 	read_section_begin();
 	(void)cds_lfht_del(n->by_name, &node->by_name);
 	read_section_end();
@@ -222,6 +239,7 @@ void tw__name_forget_slow(struct tw_names *n, tw_id id)
 	read_section_begin();
 	struct name_node *node = node_of_id(n, id);
 	if (node) {
+		atomic_fetch_sub_explicit(&n->nodes, 1, memory_order_relaxed);
 		(void)cds_lfht_del(n->by_id, &node->by_id);
 		(void)cds_lfht_del(n->by_name, &node->by_name); /* -ENOENT if replaced */
 		urcu_memb_call_rcu(&node->rcu, free_node);

@@ -20,7 +20,8 @@ struct cds_lfht;
 
 struct tw_names {
 	struct cds_lfht *by_name, *by_id;
-	_Atomic bool used; /* a task was ever named */
+	_Atomic bool used;      /* a task was ever named */
+	_Atomic uint64_t nodes; /* named tasks not yet reaped: the tables grow with them */
 };
 
 struct name_node; /* names.c */

@@ -277,3 +277,34 @@ Test(names, metrics_show_named_tasks_only_when_asked)
 	tw_engine_destroy(e);
 	assert_no_leaks();
 }
+
+/* Past 1024 names the tables grow (names.c): every name still found, all freed. */
+Test(names, many_names_grow_the_tables)
+{
+	enum { N = 5000 };
+	tw_engine *e = manual_engine(1);
+	struct counts c = { 0 };
+	static tw_id ids[N];
+	char name[32];
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "session-%d", i);
+		ids[i] = add_named(e, &c, name, 100000); /* waits through the test */
+	}
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "session-%d", i);
+		tw_id found = 0;
+		cr_assert_eq(tw_find(e, name, &found), TW_OK, "%s", name);
+		cr_assert_eq(found, ids[i]);
+		if (i % 2)
+			cr_assert_eq(tw_cancel(e, ids[i]), TW_OK);
+	}
+	step(e, 6000); /* the cancelled ones are reaped: their names go */
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "session-%d", i);
+		tw_id found = 0;
+		cr_assert_eq(tw_find(e, name, &found), i % 2 ? -TW_ENOTFOUND : TW_OK, "%s", name);
+	}
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), N);
+	assert_no_leaks();
+}
