@@ -609,7 +609,9 @@ TW_API void tw_engine_destroy(tw_engine *e);
  * (see "Named tasks"); -TW_ENOMEM when memory runs out;
  * -TW_ESHUTDOWN after a stop. A tw_add that fails never calls release.
  * Any thread. Does not wait for runs; takes the slot table's lock briefly.
- * Cost O(1); every 1077th add allocates a chunk of the table.
+ * Cost O(1); every 1077th add allocates a chunk of the table. A named
+ * task's add allocates its name, and when the named tasks reach 1024, 2048,
+ * ... the name tables grow, which waits for an RCU grace period.
  */
 static inline int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 {
