@@ -38,6 +38,36 @@
  * to a due in the millisecond it is already filed in keeps its place. Runs
  * on different executors may start in any order.
  *
+ * Absolute dues. A task's first due may be a time rather than a delay
+ * (tw_task_spec.first_due_ns), and tw_set_due moves a task to a time, so
+ * that a program can put many tasks on one grid of its own (heartbeats all
+ * due at T, T + 100 ms, ...) or start a periodic task at a phase it chose,
+ * without the race between reading the clock and the call. The time is
+ * CLOCK_MONOTONIC's (with manual_clock, the manual clock's: it starts at
+ * CLOCK_MONOTONIC's time of the engine's creation, and tw_fire.due_ns and
+ * next_due_ns are on it), and
+ * is rounded up to the 1 ms grid as a delay is, so every task given the same
+ * time gets the same due_ns and fires in the same millisecond. A time
+ * already past (or within the current millisecond) is due at once: the next
+ * tick, as a delay of 0, not at its own past time. A periodic task's later
+ * dues are that due plus periods, as for any task. A time further ahead than
+ * TW_MAX_DELAY_MS is refused (-TW_ERANGE). A one-shot given a time resumes
+ * (tw_resume) with the delay that time stood for when it was given.
+ *
+ * Named tasks. A task may have a name (tw_task_spec.name), unique among the
+ * engine's live tasks: tw_add of a name a live task has (waiting, running,
+ * paused, or being added by another thread) answers -TW_EEXIST and adds
+ * nothing (release is not called); of many threads adding one name at
+ * once, exactly one succeeds. A task's name is free again as soon as the
+ * task has ended (completed or stopped), not only once it is forgotten
+ * after retain_ms. tw_find gives the live task of a name; tw_get and tw_list
+ * show a task's name in tw_task_info.name for as long as they show the
+ * task. Names cost an unnamed task nothing: they live beside the task table
+ * (about 230 bytes per named task, in liburcu's lock-free hash tables), and
+ * are freed when their task is forgotten, or by tw_engine_destroy. The
+ * metrics show named tasks only when asked (tw_metrics_options.per_task):
+ * a series per name multiplies what a monitoring system stores.
+ *
  * Firings that cannot run at once. A one-shot's firing is never lost:
  *  - when no executor can take it (every queue full), it waits - a task has
  *    at most one firing waiting, so this is no backlog - and runs late, as
@@ -78,6 +108,8 @@
  *    (its earlier due, if it was moved later before); a delay of TW_NEVER
  *    counts as moved later: the task leaves the wheel when that millisecond
  *    comes round, and a due set back into it meanwhile keeps its place.
+ *  - tw_set_due on a paused task, as tw_set_delay there, wins on resume:
+ *    the task is then due at that time, or at once if it has passed by then.
  *  - tw_set_delay on a one-shot whose firing was handed out re-arms it, to
  *    TW_NEVER too (it then waits with no due instead of completing); a
  *    one-shot given a period after its firing was handed out still
@@ -223,6 +255,7 @@ enum {
 	TW_ESYNTAX,   /* tw_cron_parse: the expression is not valid (tw_cron_error says where) */
 	TW_ENOZONE,   /* tw_cron_parse: the time zone is unknown, or its file unreadable */
 	TW_ENOMATCH,  /* tw_cron_next: no fire time within the search bound (see there) */
+	TW_EEXIST,    /* tw_add: a live task of the engine has that name already */
 };
 
 typedef enum { TW_WAITING, TW_RUNNING, TW_PAUSED, TW_COMPLETED, TW_STOPPED } tw_state;
@@ -240,6 +273,9 @@ enum {
 /* Runs in a row over wheel_run_budget_us that move a TW_ON_WHEEL_THREAD task to the
  * executors. */
 #define TW_WHEEL_RUN_STRIKES 3
+
+/* The longest task name, in bytes, without its NUL. */
+#define TW_NAME_MAX 63
 
 /* The longest delay or period accepted: about 278 years (due times in ns fit 64 bits). A
  * longer one is refused with -TW_ERANGE, except TW_NEVER. */
@@ -270,6 +306,13 @@ typedef struct {
 	/* A calendar task: repeats at the fire times of this cron expression (see "Calendar
 	 * tasks"), with period_ms 0; read by tw_add, not kept. NULL: none. */
 	const char *cron;
+	/* The first due as a CLOCK_MONOTONIC time in ns (the manual clock's time with
+	 * manual_clock) instead of a delay; 0: use delay_ms, which must then be 0. See
+	 * "Absolute dues". */
+	uint64_t first_due_ns;
+	/* NULL or "": no name. Else 1 to TW_NAME_MAX bytes of printable ASCII (0x20 to 0x7e),
+	 * copied; unique among the engine's live tasks. See "Named tasks". */
+	const char *name;
 } tw_task_spec;
 
 typedef struct {
@@ -302,6 +345,9 @@ typedef struct {
 	 * and always for a task that is not a calendar task. */
 	bool calendar;
 	int64_t next_due_wall_ns;
+	/* Its name, NUL-terminated; "" for none. Shown while the task is kept (retain_ms),
+	 * also after it ended and another task took the name. */
+	char name[TW_NAME_MAX + 1];
 } tw_task_info;
 
 enum { TW_LOG_ERROR, TW_LOG_WARNING, TW_LOG_INFO };
@@ -404,6 +450,8 @@ typedef struct {
  *   spare_executors                                   gauge
  *   lateness_seconds                                  histogram: run start minus due
  *   lateness_max_seconds                              gauge: the largest ever
+ *   task_runs_total{task}, task_failures_total{task}  counters, per named live task,
+ *   task_skipped_total{reason,task}                   only with per_task (see there)
  *
  * The histogram's buckets are cumulative, le="0.000001" (1 us) to le="4.194304"
  * (2^22 us) doubling, then le="+Inf" (= _count); _sum is lateness_sum_ns in
@@ -420,6 +468,14 @@ typedef struct tw_metrics_options {
 	 * "state" (the library's own), and appears once; else -TW_EINVAL. A value
 	 * is any UTF-8 text: backslash, double quote and newline are escaped. */
 	const char *const *labels;
+	/* Adds series per named live task (see "Named tasks"), labelled task="NAME":
+	 * task_runs_total, task_failures_total, task_skipped_total{reason=...}. Each name
+	 * is a series of its own in the monitoring system, kept as long as it keeps old
+	 * series: with many names, or names that change (one per session), the series
+	 * multiply until they overload it; name only the tasks worth a series each.
+	 * Unnamed tasks are left out. Costs a walk of the task table per family
+	 * (O(slots), as tw_list). With it, "task" is not a label name of yours. */
+	bool per_task;
 } tw_metrics_options;
 
 /*
@@ -600,17 +656,22 @@ TW_API void tw_engine_destroy(tw_engine *e);
  * @out: receives the new task's id; untouched on failure.
  *
  * Return: TW_OK; -TW_EINVAL for NULL @e, @spec or @out, no callback,
- * unknown flags or TW_ON_WHEEL_THREAD with TW_CONCURRENT, a cron expression
- * with a period; -TW_ERANGE for a delay above TW_MAX_DELAY_MS (TW_NEVER
- * excepted) or a period above it; -TW_ESYNTAX or -TW_ENOZONE for a cron
- * expression tw_cron_parse refuses, -TW_ENOMATCH for one with no fire time
- * within the search bound; -TW_ELIMIT when max_tasks tasks are live
- * (or the table is out of ids); -TW_ENOMEM when memory runs out;
+ * unknown flags, TW_ON_WHEEL_THREAD with TW_CONCURRENT, a cron expression
+ * with a period, a first_due_ns with a delay_ms that is not 0, or a name
+ * longer than TW_NAME_MAX or with a byte outside 0x20-0x7e; -TW_ERANGE for
+ * a delay above TW_MAX_DELAY_MS (TW_NEVER excepted), a period above it, or
+ * a first_due_ns more than TW_MAX_DELAY_MS ahead; -TW_ESYNTAX or
+ * -TW_ENOZONE for a cron expression tw_cron_parse refuses, -TW_ENOMATCH for
+ * one with no fire time within the search bound; -TW_ELIMIT when max_tasks
+ * tasks are live (or the table is out of ids); -TW_EEXIST when a live task
+ * has the name (see "Named tasks"); -TW_ENOMEM when memory runs out;
  * -TW_ESHUTDOWN after a stop. A tw_add that fails never calls release.
  * Any thread. Does not wait for runs; takes the slot table's lock briefly.
  * Cost O(1); every 1077th add allocates a chunk of the table. With a cron
  * expression: parsing it, its zone's file read (see tw_cron_parse), its
- * first fire time computed, a record allocated.
+ * first fire time computed, a record allocated. A named task's add
+ * allocates its name, and when the named tasks reach 1024, 2048, ... the
+ * name tables grow, which waits for an RCU grace period.
  */
 static inline int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
 {
@@ -633,6 +694,38 @@ static inline int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
  * only records the later due.
  */
 TW_API int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms);
+
+/**
+ * tw_find() - the id of the live task named @name (see "Named tasks").
+ * @out: receives the id; untouched on failure.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL @e, @name or @out, or a name no task
+ * can have ("", too long, a byte outside 0x20-0x7e); -TW_ENOTFOUND when no
+ * live task has it (an ended task's name is not found); -TW_EFORKED. Works
+ * after a stop (every task has ended then: -TW_ENOTFOUND). Any thread,
+ * callbacks included; never blocks, takes no lock (a liburcu read-side
+ * section); O(length of @name) on average.
+ */
+TW_API int tw_find(tw_engine *e, const char *name, tw_id *out);
+
+/**
+ * tw_set_due() - moves a task's next due to the time @due_ns.
+ * @due_ns: a CLOCK_MONOTONIC time in ns (the manual clock's with manual_clock).
+ *
+ * tw_set_delay with a time instead of a delay (see "Absolute dues"): the
+ * due is @due_ns rounded up to the 1 ms grid, or the next tick if that has
+ * passed. The same states and rules as tw_set_delay's: on a paused task it
+ * applies on resume (due then at @due_ns, or at once if it has passed);
+ * it re-arms a one-shot whose firing was handed out; a periodic task's
+ * later dues follow it by whole periods.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL @e or a @due_ns of 0 (no due at all is
+ * tw_set_delay's TW_NEVER); -TW_ERANGE for a @due_ns more than
+ * TW_MAX_DELAY_MS ahead; -TW_ESHUTDOWN after a stop; -TW_ENOTFOUND;
+ * -TW_ESTATE for a completed or stopped task. Any thread. Reads the clock
+ * and takes the task's own lock, as tw_set_delay; O(1).
+ */
+TW_API int tw_set_due(tw_engine *e, tw_id id, uint64_t due_ns);
 
 /**
  * tw_set_delay_many() - tw_set_delay on @n tasks at once.

@@ -6,7 +6,7 @@
  *
  * The modules, each using only those below it:
  *   base.h       counters, clock, futex (futex.c), RCU (rcu.c), structs in and out (abi.c)
- *   task.h       a task's record, its lock and tallies, the slot table (task.c)
+ *   task.h       a task's record, its lock and tallies, the slot table (task.c); names.h
  *   engine.h     the engine's record, its clock and log (engine_clock.c)
  *   handover.h   the executors' rings and the wheel thread's mailbox (handover.c)
  *   threads.h    the wheel thread (wheel_thread.c, watch.c), the executors (executor.c,

@@ -12,7 +12,7 @@ import sys
 
 LAYERS = [
     ('base', ['base.h', 'alloc.h', 'abi.c', 'alloc.c', 'futex.c', 'rcu.c']),
-    ('task', ['task.h', 'task.c']),
+    ('task', ['task.h', 'task.c', 'names.h', 'names.c']),
     ('engine', ['engine.h', 'engine_clock.c']),
     ('handover', ['handover.h', 'handover.c']),
     ('threads', ['threads.h', 'calendar.h', 'run.h', 'ends.c', 'executor.c', 'watch.c',

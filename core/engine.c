@@ -56,6 +56,7 @@ const char *tw_strerror(int code)
 		[TW_ESYNTAX] = "not a valid cron expression",
 		[TW_ENOZONE] = "unknown or unreadable time zone",
 		[TW_ENOMATCH] = "the schedule has no fire time within the search bound",
+		[TW_EEXIST] = "a live task has that name already",
 	};
 	/* Both signs name a code; 0u - code stays defined for INT_MIN. */
 	unsigned index = code < 0 ? 0u - (unsigned)code : (unsigned)code;
@@ -98,6 +99,7 @@ void tw__engine_free(struct tw_engine *e)
 	urcu_memb_barrier();
 	tw__table_fini(&e->table);
 	tw__calendar_fini(e);
+	tw__names_fini(&e->names);
 	close_descriptors(e);
 	pthread_mutex_destroy(&e->lock);
 	pthread_cond_destroy(&e->cond);
@@ -175,6 +177,8 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 	/* The slot past the executors' counts the wheel thread's runs (wheel_runner). */
 	e->executors = tw__alloc((e->executor_slots + 1) * sizeof *e->executors);
 	rc = e->executors ? tw__table_init(&e->table) : -TW_ENOMEM;
+	if (rc == TW_OK)
+		rc = tw__names_init(&e->names);
 	if (rc == TW_OK) {
 		memset(e->executors, 0, (e->executor_slots + 1) * sizeof *e->executors);
 		rc = open_descriptors(e);

@@ -13,6 +13,7 @@
 #ifndef TICKWHEEL_CORE_ENGINE_H
 #define TICKWHEEL_CORE_ENGINE_H
 
+#include "names.h"
 #include "task.h"
 
 struct executor; /* handover.h */
@@ -52,6 +53,7 @@ struct tw_engine {
 			      * tw_advance (the rest came due after it: they wait for the next) */
 	_Atomic uint64_t ready_due; /* published: firings due and not handed out (tw_quiesce) */
 	struct task_table table __attribute__((aligned(64)));
+	struct tw_names names;
 	pthread_t wheel_thread;
 	bool wheel_thread_started;
 	int timer_fd, wake_fd, epoll_fd;

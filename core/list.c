@@ -44,7 +44,7 @@ int tw_list_sized(tw_engine *e, unsigned flags, tw_visit_fn visit, void *ctx, si
 			if (!id)
 				continue; /* free, reaped, or being added */
 			read_section_begin();
-			bool found = task_read_info(task, id, &info);
+			bool found = task_read_info(e, task, id, &info);
 			read_section_end();
 			if (!found || (!ended && info.state >= TW_COMPLETED))
 				continue;

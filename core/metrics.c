@@ -22,6 +22,7 @@ struct sink {
 	bool failed;      /* the writer returned nonzero: nothing more is put */
 	const char *prefix;
 	const char *const *labels;
+	bool per_task; /* tw_metrics_options.per_task */
 };
 
 static void flush(struct sink *s)
@@ -123,14 +124,14 @@ static void put_family(struct sink *s, const char *name, const char *type, const
 	put(s, "\n", 1);
 }
 
-/* name[suffix]{the caller's labels,key="value"} */
-static void put_name(struct sink *s, const char *name, const char *suffix, const char *key,
-		     const char *value)
+/* name[suffix]{the caller's labels,key="value",task="task"} */
+static void put_labelled(struct sink *s, const char *name, const char *suffix, const char *key,
+			 const char *value, const char *task)
 {
 	puts_(s, s->prefix);
 	puts_(s, name);
 	puts_(s, suffix);
-	if (!key && !s->labels)
+	if (!key && !s->labels && !task)
 		return;
 	put(s, "{", 1);
 	const char *sep = "";
@@ -148,8 +149,21 @@ static void put_name(struct sink *s, const char *name, const char *suffix, const
 		put(s, "=\"", 2);
 		puts_(s, value); /* the library's own: nothing to escape */
 		put(s, "\"", 1);
+		sep = ",";
+	}
+	if (task) {
+		puts_(s, sep);
+		puts_(s, "task=\"");
+		put_escaped(s, task);
+		put(s, "\"", 1);
 	}
 	put(s, "}", 1);
+}
+
+static void put_name(struct sink *s, const char *name, const char *suffix, const char *key,
+		     const char *value)
+{
+	put_labelled(s, name, suffix, key, value, NULL);
 }
 
 static void put_sample(struct sink *s, const char *name, const char *key, const char *value,
@@ -280,6 +294,55 @@ static void put_executors(struct sink *s, tw_engine *e, uint64_t count)
 	}
 }
 
+/* One family of the per-task series: what a visit of tw_list puts for a named task. */
+struct task_family {
+	struct sink *s;
+	const char *name;
+	bool skips; /* the skips by reason; else runs or failures */
+	bool failures;
+};
+
+static int put_task_sample(tw_id id, const tw_task_info *info, void *ctx)
+{
+	(void)id;
+	const struct task_family *f = ctx;
+	if (!info->name[0] || info->state >= TW_COMPLETED)
+		return 0;
+	static const char *const reasons[] = { "overlap", "overload", "missed" };
+	uint64_t skips[] = { info->skipped_overlap, info->skipped_overload, info->skipped_missed };
+	for (int r = 0; r < (f->skips ? 3 : 1); r++) {
+		put_labelled(f->s, f->name, "", f->skips ? "reason" : NULL, reasons[r], info->name);
+		put(f->s, " ", 1);
+		put_u64(f->s, f->skips ? skips[r] : f->failures ? info->failures : info->runs);
+		put(f->s, "\n", 1);
+	}
+	return f->s->failed;
+}
+
+/*
+ * Series per named live task (per_task), labelled task="NAME": one walk of the table per
+ * family, as tw_list walks it, so that no lock or read-side section is held while the
+ * writer runs.
+ */
+static int put_tasks(struct sink *s, tw_engine *e)
+{
+	static const struct {
+		const char *name, *help;
+	} families[] = {
+		{ "task_runs_total", "Runs started, per named task." },
+		{ "task_failures_total", "Runs whose callback returned nonzero, per named task." },
+		{ "task_skipped_total", "Periodic firings skipped, per named task and reason." },
+	};
+	for (unsigned i = 0; i < sizeof families / sizeof families[0]; i++) {
+		put_family(s, families[i].name, "counter", families[i].help);
+		struct task_family f = { s, families[i].name, i == 2, i == 1 };
+		int rc = tw_list(e, 0, put_task_sample, &f);
+		if (rc < 0)
+			return rc;
+	}
+	return TW_OK;
+}
+
 static bool name_ok(const char *name, bool colons)
 {
 	for (const char *p = name; *p; p++) {
@@ -296,6 +359,10 @@ static int check_options(const tw_metrics_options *opt)
 {
 	if (!name_ok(opt->prefix, true))
 		return -TW_EINVAL;
+	if (opt->per_task)
+		for (const char *const *l = opt->labels; l && *l; l += 2)
+			if (!strcmp(l[0], "task"))
+				return -TW_EINVAL;
 	static const char *const own[] = { "le", "reason", "state" };
 	for (const char *const *l = opt->labels; l && *l; l += 2) {
 		if (!l[1] || !*l[0] || !name_ok(l[0], false) || !strncmp(l[0], "__", 2))
@@ -326,6 +393,7 @@ static int prepare(tw_engine *e, const tw_metrics_options *opt, size_t size, str
 		return rc;
 	s->prefix = o.prefix;
 	s->labels = o.labels && *o.labels ? o.labels : NULL;
+	s->per_task = o.per_task;
 	return tw_stats_sized(e, st, sizeof *st);
 }
 
@@ -342,6 +410,8 @@ int tw_metrics_write_sized(tw_engine *e, const tw_metrics_options *opt, size_t s
 		return rc;
 	put_all(&s, &st);
 	put_executors(&s, e, st.executors);
+	if (s.per_task && (rc = put_tasks(&s, e)))
+		return rc;
 	flush(&s);
 	return s.failed ? -TW_EWRITE : TW_OK;
 }
@@ -359,6 +429,8 @@ int tw_metrics_format_sized(tw_engine *e, const tw_metrics_options *opt, size_t 
 		return rc;
 	put_all(&s, &st);
 	put_executors(&s, e, st.executors);
+	if (s.per_task && (rc = put_tasks(&s, e)))
+		return rc;
 	if (cap)
 		buf[s.used] = '\0';
 	if (len)

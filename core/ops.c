@@ -34,6 +34,38 @@ static int check_delay(uint64_t ms)
 	return ms > TW_MAX_DELAY_MS ? -TW_ERANGE : TW_OK;
 }
 
+/* A due asked as a time must be no further ahead than the longest delay, so that the wheel
+ * and the resume of a one-shot (which keeps the delay it stands for) can hold it. */
+static int check_time(const struct tw_engine *e, uint64_t at_ns)
+{
+	uint64_t now_ns = tw__engine_call_now_ns(e);
+	return at_ns > now_ns && at_ns - now_ns > TW_MAX_DELAY_MS * NS_PER_MS ? -TW_ERANGE : TW_OK;
+}
+
+/* A due asked as a time (first_due_ns, tw_set_due): on the grid, rounded up as a delay is,
+ * and never before the next tick, so that a time already past fires as a delay of 0 would. */
+static uint64_t due_of_time(const struct tw_engine *e, uint64_t now_ns, uint64_t at_ns)
+{
+	uint64_t soonest = tw__engine_due_at_ns(e, now_ns, 0);
+	uint64_t due = e->epoch_ns + tw__engine_tick_of(e, at_ns) * NS_PER_MS;
+	return due > soonest ? due : soonest;
+}
+
+/* The delay a due on the grid stands for, which a one-shot resumes with. */
+static uint64_t delay_of_due(const struct tw_engine *e, uint64_t now_ns, uint64_t due_ns)
+{
+	return (due_ns - tw__engine_due_at_ns(e, now_ns, 0)) / NS_PER_MS;
+}
+
+/* tw_add's own checks of first_due_ns, off the path of tasks added with a delay. */
+static __attribute__((noinline)) int check_first_due(const struct tw_engine *e,
+						     const tw_task_spec *spec)
+{
+	if (spec->delay_ms)
+		return -TW_EINVAL;
+	return check_time(e, spec->first_due_ns);
+}
+
 static inline int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 			    uint64_t now_ns, struct after_unlock *after);
 
@@ -65,15 +97,24 @@ static bool reserve_live(struct tw_engine *e)
 	return false;
 }
 
-/* cal: a calendar task's record (tw__calendar_new), its first due planned; NULL for any
- * other task, a constant in tw_add's own path, so that the calendar costs it nothing. */
-static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id *out,
+/* plain: the spec has no first_due_ns, name or cron, and the code for them is left out.
+ * cal: a calendar task's record (tw__calendar_new), its first due planned; NULL for any
+ * other task. Both are constants in tw_add's own path, so that neither costs it anything. */
+static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id *out, bool plain,
 				  struct calendar *cal)
 {
 	unsigned flags = spec->flags;
 	if (!e || !out || !spec->callback || (flags & ~(unsigned)TRAIT_TASK_FLAGS) ||
 	    (flags & (TW_CONCURRENT | TW_ON_WHEEL_THREAD)) == (TW_CONCURRENT | TW_ON_WHEEL_THREAD))
 		return -TW_EINVAL;
+	size_t name_len = 0;
+	if (!plain && spec->name && spec->name[0] && !tw__name_valid(spec->name, &name_len))
+		return -TW_EINVAL;
+	if (!plain && spec->first_due_ns) {
+		int rc = check_first_due(e, spec);
+		if (rc)
+			return rc;
+	}
 	if ((check_delay(spec->delay_ms) && spec->delay_ms != TW_NEVER) ||
 	    check_delay(spec->period_ms))
 		return -TW_ERANGE;
@@ -81,12 +122,24 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 		return halted_code(e);
 	if (e->cfg.max_tasks && !reserve_live(e))
 		return -TW_ELIMIT;
+	struct name_node *name = NULL;
 	int error = -TW_ENOMEM;
+	if (!plain && name_len) {
+		error = tw__name_claim(&e->names, &e->table, spec->name, name_len, &name);
+		if (error) {
+			if (e->cfg.max_tasks)
+				atomic_fetch_sub_explicit(&e->tasks_added, 1, memory_order_relaxed);
+			return error;
+		}
+		error = -TW_ENOMEM;
+	}
 	tw_id id;
 	struct tw_task *task = tw__table_take(&e->table, &id, &error);
 	if (!task) {
 		if (e->cfg.max_tasks)
 			atomic_fetch_sub_explicit(&e->tasks_added, 1, memory_order_relaxed);
+		if (name)
+			tw__name_abandon(&e->names, name);
 		return error;
 	}
 	struct task_cold *cold = task_cold(task);
@@ -108,15 +161,19 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
 	tally_move(&e->api_ends, NO_STATE, TW_WAITING, true);
 	atomic_store_explicit(&task->running, 0, memory_order_relaxed);
-	if (cal && !spec->delay_ms) /* its first fire time, planned by add_calendar */
-		atomic_store_explicit(&task->due_ns, cal->planned_due, memory_order_relaxed);
-	else
-		atomic_store_explicit(
-			&task->due_ns,
-			spec->delay_ms == TW_NEVER ?
-				DUE_NEVER :
-				tw__engine_due_at_ns(e, tw__engine_call_now_ns(e), spec->delay_ms),
-			memory_order_relaxed);
+	/* A time given: the due it makes, and the delay that stands for (tw_resume's). */
+	uint64_t now_ns = tw__engine_call_now_ns(e), due_ns;
+	if (!plain && spec->first_due_ns) {
+		due_ns = due_of_time(e, now_ns, spec->first_due_ns);
+		task_set_delay_ms(task, delay_of_due(e, now_ns, due_ns));
+	} else if (cal && !spec->delay_ms) { /* its first fire time, planned by add_calendar */
+		due_ns = cal->planned_due;
+	} else {
+		due_ns = spec->delay_ms == TW_NEVER ?
+				 DUE_NEVER :
+				 tw__engine_due_at_ns(e, now_ns, spec->delay_ms);
+	}
+	atomic_store_explicit(&task->due_ns, due_ns, memory_order_relaxed);
 	cold->period_hi = 0; /* no strikes */
 	if (cal)
 		atomic_store_explicit(&task->period_ms, PERIOD_CALENDAR, memory_order_relaxed);
@@ -136,6 +193,8 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	/* Published. seq_cst, as the load of stopping below and stop's exchange of it and
 	 * first load of each id (stop_task): one of the two sides sees the other. */
 	atomic_store_explicit(&task->id, id, memory_order_seq_cst);
+	if (name) /* now that claims see the task live (until then, its name is being added) */
+		tw__name_bind(&e->names, name, id);
 	if (cal)
 		tw__calendar_link(e, cal, task);
 
@@ -182,9 +241,9 @@ static __attribute__((noinline)) int add_calendar(tw_engine *e, const tw_task_sp
 			known.delay_ms = known.period_ms;
 		if (known.period_ms > TW_MAX_DELAY_MS)
 			return -TW_ERANGE;
-		return add_task(e, &known, out, NULL);
+		return add_task(e, &known, out, false, NULL);
 	}
-	if (!spec->delay_ms) {
+	if (!spec->delay_ms && !spec->first_due_ns) {
 		int64_t offset = tw__wall_offset_ns(e);
 		int64_t now = (int64_t)tw__engine_now_ns(e) + offset;
 		if (tw__calendar_plan(e, cal, now, offset) == DUE_NEVER) {
@@ -195,22 +254,31 @@ static __attribute__((noinline)) int add_calendar(tw_engine *e, const tw_task_sp
 	known.callback = tw__calendar_callback;
 	known.arg = cal;
 	known.release = tw__calendar_release;
-	rc = add_task(e, &known, out, cal);
+	rc = add_task(e, &known, out, false, cal);
 	if (rc)
 		tw__calendar_discard(cal);
 	return rc;
+}
+
+/* Any other spec: an older or newer caller's size, a time, a name, a cron expression. */
+static __attribute__((noinline)) int add_special(tw_engine *e, const tw_task_spec *spec,
+						 size_t size, tw_id *out)
+{
+	tw_task_spec known = { 0 };
+	if (tw__struct_in(&known, sizeof known, spec, size))
+		return -TW_EINVAL;
+	return known.cron ? add_calendar(e, &known, out) : add_task(e, &known, out, false, NULL);
 }
 
 int tw_add_sized(tw_engine *e, const tw_task_spec *spec, size_t size, tw_id *out)
 {
 	if (!spec)
 		return -TW_EINVAL;
-	if (size == sizeof *spec)
-		return spec->cron ? add_calendar(e, spec, out) : add_task(e, spec, out, NULL);
-	tw_task_spec known = { 0 };
-	if (tw__struct_in(&known, sizeof known, spec, size))
-		return -TW_EINVAL;
-	return known.cron ? add_calendar(e, &known, out) : add_task(e, &known, out, NULL);
+	/* One test for all three: an add with none pays a load and a branch more. */
+	if (size == sizeof *spec &&
+	    !(spec->first_due_ns | (uintptr_t)spec->name | (uintptr_t)spec->cron))
+		return add_task(e, spec, out, true, NULL);
+	return add_special(e, spec, size, out);
 }
 
 /*
@@ -302,6 +370,29 @@ static int op_set_never(struct tw_engine *e, struct tw_task *task, uint64_t unus
 	return TW_OK;
 }
 
+/*
+ * tw_set_due: as op_set_delay, with a time. On a paused task the time itself waits in due_ns
+ * (which nothing reads while the task is paused) for tw_resume, which places it then.
+ */
+static int op_set_time(struct tw_engine *e, struct tw_task *task, uint64_t at_ns, uint64_t now_ns,
+		       struct after_unlock *after)
+{
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	if (!allowed(state, true))
+		return -TW_ESTATE;
+	if (state == TW_PAUSED) {
+		task_set_delay_ms(task, DELAY_AT_DUE);
+		atomic_store_explicit(&task->due_ns, at_ns, memory_order_relaxed);
+		task->delay_pending = true;
+		return TW_OK;
+	}
+	uint64_t due = due_of_time(e, now_ns, at_ns);
+	task_set_delay_ms(task, delay_of_due(e, now_ns, due));
+	task->rerun = false; /* as tw_set_delay: the new due replaces a firing that waits */
+	set_due(e, task, due, after);
+	return TW_OK;
+}
+
 static int op_set_period(struct tw_engine *e, struct tw_task *task, uint64_t period_ms,
 			 uint64_t unused, struct after_unlock *after)
 {
@@ -372,6 +463,14 @@ static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 	uint64_t delay = task->delay_pending || !period ? task_delay_ms(task) : period;
 	bool calendar = !period && !task->delay_pending && task_is_calendar(task);
 	task->delay_pending = false;
+	uint64_t due;
+	if (delay == DELAY_AT_DUE) {
+		due = due_of_time(e, now_ns,
+				  atomic_load_explicit(&task->due_ns, memory_order_relaxed));
+		task_set_delay_ms(task, delay_of_due(e, now_ns, due));
+	} else {
+		due = delay == TW_NEVER ? DUE_NEVER : tw__engine_due_at_ns(e, now_ns, delay);
+	}
 	bool running = atomic_load_explicit(&task->running, memory_order_relaxed);
 	task_move(task, &e->api_ends, running ? TW_RUNNING : TW_WAITING, true);
 	task_set_paused_by_failures(task, false);
@@ -384,8 +483,7 @@ static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 			after);
 		return TW_OK;
 	}
-	set_due(e, task, delay == TW_NEVER ? DUE_NEVER : tw__engine_due_at_ns(e, now_ns, delay),
-		after);
+	set_due(e, task, due, after);
 	return TW_OK;
 }
 
@@ -410,6 +508,15 @@ int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms)
 	if (e && check_delay(delay_ms))
 		return delay_ms == TW_NEVER ? with_task(e, id, op_set_never, 0, false) : -TW_ERANGE;
 	return with_task(e, id, op_set_delay, delay_ms, true);
+}
+
+int tw_set_due(tw_engine *e, tw_id id, uint64_t due_ns)
+{
+	if (!e || !due_ns)
+		return -TW_EINVAL;
+	if (check_time(e, due_ns))
+		return -TW_ERANGE;
+	return with_task(e, id, op_set_time, due_ns, true);
 }
 
 int tw_set_period(tw_engine *e, tw_id id, uint64_t period_ms)

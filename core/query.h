@@ -19,8 +19,8 @@ static inline uint64_t ns_of_us(_Atomic uint32_t *us)
  * so what is read from a slot whose id still matches at the end belongs to
  * that one task (each field as it was at some instant of the read).
  */
-static inline __attribute__((always_inline)) bool task_read_info(struct tw_task *task, tw_id id,
-								 tw_task_info *out)
+static inline __attribute__((always_inline)) bool
+task_read_info(struct tw_engine *e, struct tw_task *task, tw_id id, tw_task_info *out)
 {
 	struct task_cold *cold = task_cold(task);
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
@@ -64,6 +64,7 @@ static inline __attribute__((always_inline)) bool task_read_info(struct tw_task 
 		.calendar = calendar,
 		.next_due_wall_ns = wall_due,
 	};
+	tw__name_show(&e->names, id, info.name);
 	/* An id that changed meanwhile means the task was reaped while we read. */
 	if (atomic_load_explicit(&task->id, memory_order_acquire) != id)
 		return false;

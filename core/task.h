@@ -340,14 +340,20 @@ static inline void task_set_strikes(struct tw_task *task, unsigned strikes)
 		(uint16_t)((cold->period_hi & PERIOD_HI_MASK) | strikes << PERIOD_HI_BITS);
 }
 
+/* Not a delay: tw_set_due on a paused task, whose due_ns holds the time asked until
+ * tw_resume places it. */
+#define DELAY_AT_DUE (UINT64_MAX - 1)
+
 /* Lock held, both. TW_NEVER is kept as a wide delay whose high part is UINT16_MAX, above
- * any delay accepted (TW_MAX_DELAY_MS >> 31 is 4096). */
+ * any delay accepted (TW_MAX_DELAY_MS >> 31 is 4096), DELAY_AT_DUE as one of UINT16_MAX - 1. */
 static inline uint64_t task_delay_ms(const struct tw_task *task)
 {
 	if (!(task->delay_ms & WIDE_BIT))
 		return task->delay_ms;
 	uint16_t high = task_cold(task)->delay_hi;
-	return high == UINT16_MAX ? TW_NEVER : wide_ms(task->delay_ms, high);
+	if (high >= UINT16_MAX - 1)
+		return high == UINT16_MAX ? TW_NEVER : DELAY_AT_DUE;
+	return wide_ms(task->delay_ms, high);
 }
 
 static inline void task_set_delay_ms(struct tw_task *task, uint64_t ms)
@@ -357,7 +363,9 @@ static inline void task_set_delay_ms(struct tw_task *task, uint64_t ms)
 		return;
 	}
 	task->delay_ms = (uint32_t)ms | WIDE_BIT;
-	task_cold(task)->delay_hi = ms == TW_NEVER ? UINT16_MAX : (uint16_t)(ms >> 31);
+	task_cold(task)->delay_hi = ms == TW_NEVER     ? UINT16_MAX :
+				    ms == DELAY_AT_DUE ? UINT16_MAX - 1 :
+							 (uint16_t)(ms >> 31);
 }
 
 /* Ids: slot index in the low 32 bits, the slot's generation (>= 1) above. */

@@ -524,6 +524,7 @@ static void hand_out(struct tw_engine *e, struct tw_task *task, uint64_t target)
 		/* Retention is over: the id stops answering, and the slot is
 		 * reused once no reader can still be looking at it. */
 		task->reaped.id = atomic_load_explicit(&task->id, memory_order_relaxed);
+		tw__name_forget(&e->names, task->reaped.id);
 		atomic_store_explicit(&task->id, 0, memory_order_release);
 		task->reaped.engine = e;
 		tw__task_unlock(task);

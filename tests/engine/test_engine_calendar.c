@@ -310,3 +310,38 @@ Test(calendar, wall_clock_set_replans_calendar_tasks_only)
 	cr_assert_eq(tw_cancel(e, mono), TW_OK);
 	destroy_expecting_one_release(e, r);
 }
+
+/* The three additions of issue 15 together: a named calendar task whose first due is an
+ * absolute time fires once then, then by the calendar; its name finds it and frees with it. */
+Test(calendar, named_with_a_first_due_then_the_calendar)
+{
+	int64_t w0 = 1767225601; /* 2026-01-01 00:00:01 UTC */
+	uint64_t start;
+	tw_engine *e = engine_at_wall(0, w0, &start);
+	struct recorder *r = recorder_new(e);
+	tw_task_spec spec = spec_of(0, 0, record_callback, r);
+	spec.release = record_release;
+	spec.cron = "CRON_TZ=UTC */5 * * * * *";
+	spec.name = "nightly-report";
+	spec.first_due_ns = start + 1000 * MS;
+	tw_id id = add_spec(e, &spec);
+	atomic_store(&r->id, id);
+	tw_id found = 0;
+	cr_assert_eq(tw_find(e, "nightly-report", &found), TW_OK);
+	cr_assert_eq(found, id);
+	tw_task_info info = info_of(e, id);
+	cr_assert(info.calendar);
+	cr_assert_str_eq(info.name, "nightly-report");
+	cr_assert_eq(info.next_due_ns, start + 1000 * MS);
+	tw_id again;
+	cr_assert_eq(tw_add(e, &spec, &again), -TW_EEXIST);
+	step(e, 1000);
+	cr_assert_eq(atomic_load(&r->runs), 1);
+	cr_assert_eq(r->due[0], start + 1000 * MS);
+	step(e, 3000); /* the calendar's next fire time: 00:00:05 */
+	cr_assert_eq(atomic_load(&r->runs), 2);
+	cr_assert_eq(wall_of(r->due[1], w0, start), S(1767225605));
+	cr_assert_eq(tw_cancel(e, id), TW_OK);
+	cr_assert_eq(tw_find(e, "nightly-report", &found), -TW_ENOTFOUND);
+	destroy_expecting_one_release(e, r);
+}

@@ -123,6 +123,7 @@ struct phase {
 	_Atomic tw_id *known; /* ids tw_add handed out: an open-addressing set */
 	size_t known_mask;
 	_Atomic uint64_t walks, visits;
+	_Atomic uint64_t name_taken, finds; /* tw_add's TW_EEXIST, tw_find's TW_OK */
 };
 
 static _Atomic unsigned long violations;
@@ -274,6 +275,12 @@ static struct rec *add_task(struct phase *ph, unsigned kind, bool one_shot)
 			 r->on_wheel   ? TW_ON_WHEEL_THREAD :
 					 0,
 	};
+	/* A few names for many tasks: adds race for them, and lose while a holder is live. */
+	char name[8];
+	if (rnd(4) == 0) {
+		snprintf(name, sizeof name, "n%u", rnd(16));
+		spec.name = name;
+	}
 	atomic_fetch_add(&ph->live, 1);
 	tw_id id = 0;
 	int rc = tw_add(ph->engine, &spec, &id);
@@ -290,6 +297,8 @@ static struct rec *add_task(struct phase *ph, unsigned kind, bool one_shot)
 		atomic_fetch_sub(&ph->live, 1);
 	if (shutdown_ok(ph, rc))
 		atomic_fetch_add(&ph->add_shutdown, 1);
+	else if (rc == -TW_EEXIST && spec.name)
+		atomic_fetch_add(&ph->name_taken, 1);
 	else
 		fail("%s: tw_add: unexpected %s", ph->name, rc_name(rc));
 	return NULL;
@@ -408,6 +417,9 @@ static int list_visit(tw_id id, const tw_task_info *info, void *ctx)
 	    (!(w->flags & TW_LIST_ENDED) && info->state >= TW_COMPLETED))
 		fail("%s: tw_list (flags %u) visited task %" PRIu64 " in state %d", w->ph->name,
 		     w->flags, id, (int)info->state);
+	if (!memchr(info->name, '\0', sizeof info->name) ||
+	    (info->name[0] && (info->name[0] != 'n' || strlen(info->name) > 3)))
+		fail("%s: tw_list: task %" PRIu64 " has a name never given", w->ph->name, id);
 	if (!info->concurrent && info->running > 1)
 		fail("%s: tw_list: serial task %" PRIu64 ": %u runs in progress", w->ph->name, id,
 		     info->running);
@@ -434,6 +446,14 @@ static int list_tasks(struct phase *ph)
 		     want);
 	atomic_fetch_add(&ph->walks, 1);
 	atomic_fetch_add(&ph->visits, w.visits);
+	char name[8];
+	snprintf(name, sizeof name, "n%u", rnd(16));
+	tw_id found;
+	rc = tw_find(ph->engine, name, &found);
+	if (rc == TW_OK)
+		atomic_fetch_add(&ph->finds, 1);
+	else if (rc != -TW_ENOTFOUND)
+		fail("%s: tw_find: unexpected %s", ph->name, rc_name(rc));
 	uint64_t deadline = test_now_ns() + UINT64_C(5000000000);
 	for (size_t i = 0; i < w.unknowns; i++) {
 		while (!id_known(ph, w.unknown[i]) && test_now_ns() < deadline)
@@ -864,6 +884,8 @@ static void run_phase(struct phase *ph, struct totals *sum)
 		       atomic_load(&ph->running_at_stop));
 	printf("stress:   %s: %" PRIu64 " tw_list walks, %" PRIu64 " tasks visited\n", ph->name,
 	       atomic_load(&ph->walks), atomic_load(&ph->visits));
+	printf("stress:   %s: %" PRIu64 " adds refused for a live name, %" PRIu64 " names found\n",
+	       ph->name, atomic_load(&ph->name_taken), atomic_load(&ph->finds));
 	printf("stress:   %s: %.2f s\n", ph->name, (double)(test_now_ns() - t0) / 1e9);
 	free(ph->pool);
 	free(ph->known);
