@@ -40,6 +40,10 @@ struct tw_engine {
 	uint32_t room;           /* serial firings it may still take, or ROOM_UNKNOWN */
 	uint64_t round_ns;       /* the clock when this round began */
 	uint64_t watch_ns;       /* when to look at the executors again; 0: no need */
+	/* After a long sleep the timerfd is armed wake_lead_ns before the tick (at
+	 * early_tick_ns - wake_lead_ns) and the thread spins the rest: early_tick_ns, 0 when
+	 * armed on the tick itself (wheel_thread.c, arm_for_next) */
+	uint64_t early_tick_ns, wake_lead_ns;
 	struct firing wheel_run; /* a TW_ON_WHEEL_THREAD firing to run once the task is unlocked */
 	bool wheel_run_pending;
 	struct tw_task *ready_head, *ready_tail; /* due, not yet handed out: FIFO */

@@ -571,16 +571,55 @@ static uint64_t current_tick(struct tw_engine *e)
 /* The timerfd's state when arming it failed: the next pass arms it again. */
 #define ARM_FAILED (UINT64_MAX - 1)
 
-/* Arms the timerfd for the tick (UINT64_MAX: disarms it); false if the kernel refused. */
-static bool arm(struct tw_engine *e, uint64_t tick)
+/*
+ * A thread that slept long wakes late: the CPU left its idle state, its caches went cold,
+ * and a lone task waited for that on top of the timer's own latency. So after a sleep of
+ * LONG_SLEEP_TICKS or more the timerfd is armed wake_lead_ns early, and the thread spins
+ * until the tick (wait_for_work): the lead follows how late such wake-ups come (a moving
+ * average, 1/8 per wake-up, plus WAKE_MARGIN_NS), at most MAX_WAKE_LEAD_NS, so the spin
+ * costs at most that per long sleep. Nothing starts before its tick either way.
+ */
+enum {
+	LONG_SLEEP_TICKS = 10,
+	START_WAKE_LEAD_NS = 50000,
+	WAKE_MARGIN_NS = 10000,
+	MAX_WAKE_LEAD_NS = 200000,
+};
+
+/* Arms the timerfd for the tick (UINT64_MAX: disarms it), early by wake_lead_ns if early;
+ * false if the kernel refused. */
+static bool arm(struct tw_engine *e, uint64_t tick, bool early)
 {
 	struct itimerspec at = { 0 };
+	e->early_tick_ns = 0;
 	if (tick != UINT64_MAX) {
 		uint64_t ns = e->epoch_ns + tick * NS_PER_MS;
+		if (early) {
+			if (!e->wake_lead_ns)
+				e->wake_lead_ns = START_WAKE_LEAD_NS;
+			e->early_tick_ns = ns;
+			ns -= e->wake_lead_ns;
+		}
 		at.it_value.tv_sec = (time_t)(ns / 1000000000u);
 		at.it_value.tv_nsec = (long)(ns % 1000000000u);
 	}
 	return timerfd_settime(e->timer_fd, TFD_TIMER_ABSTIME, &at, NULL) == 0;
+}
+
+/* Woken by the timerfd armed early: learns how late that wake-up came, and spins until the
+ * tick, unless the wake-up came after it. */
+static void spin_to_tick(struct tw_engine *e)
+{
+	uint64_t tick_ns = e->early_tick_ns, armed_ns = tick_ns - e->wake_lead_ns;
+	uint64_t now = monotonic_ns();
+	uint64_t late = now > armed_ns ? now - armed_ns : 0;
+	uint64_t lead = e->wake_lead_ns - e->wake_lead_ns / 8 + (late + WAKE_MARGIN_NS) / 8;
+	e->wake_lead_ns = lead < MAX_WAKE_LEAD_NS ? lead : MAX_WAKE_LEAD_NS;
+	while (now < tick_ns) {
+		caa_cpu_relax();
+		now = monotonic_ns();
+	}
+	e->early_tick_ns = 0;
 }
 
 /* Whole ms from now until the tick, rounded up: epoll_wait's timeout when the timerfd
@@ -611,7 +650,8 @@ static int arm_for_next(struct tw_engine *e, uint64_t *armed, uint64_t *until)
 	*until = next;
 	if (next == *armed)
 		return -1;
-	if (arm(e, next)) {
+	bool early = next != UINT64_MAX && next - wheel_now(&e->wheel) >= LONG_SLEEP_TICKS;
+	if (arm(e, next, early)) {
 		if (*armed == ARM_FAILED)
 			tw__engine_log(e, TW_LOG_WARNING, "timerfd_settime works again");
 		*armed = next;
@@ -654,6 +694,8 @@ static void wait_for_work(struct tw_engine *e, int timeout_ms)
 	 * timerfd_settime (the next due is later), which clears its count. */
 	for (int i = 0; i < n; i++) {
 		uint64_t count;
+		if (events[i].data.fd == e->timer_fd && e->early_tick_ns)
+			spin_to_tick(e);
 		if (events[i].data.fd == e->wall_fd)
 			tw__wall_watch_event(e);
 		if (events[i].data.fd != e->wake_fd)
