@@ -156,13 +156,17 @@ bool tw__runs_idle(struct tw_engine *e, uint64_t except)
 }
 
 /* Calls the release of one-shots that ended without a run, then lets the
- * wheel thread reap them (not before: the call reads the task). */
+ * wheel thread reap them (not before: the call reads the task). The executor
+ * is the queue's one reader, so it needs no lock; it never waits for the wheel
+ * thread halfway through queueing (liburcu's blocking read would sleep 10 ms):
+ * what is not linked yet is taken the next time round. */
 static void run_releases(struct executor *x)
 {
 	struct cds_wfcq_node *node;
 	if (cds_wfcq_empty(&x->releases_head, &x->releases_tail))
 		return;
-	while ((node = cds_wfcq_dequeue_blocking(&x->releases_head, &x->releases_tail))) {
+	while ((node = __cds_wfcq_dequeue_nonblocking(&x->releases_head, &x->releases_tail)) &&
+	       node != CDS_WFCQ_WOULDBLOCK) {
 		struct tw_task *task = caa_container_of(node, struct tw_task, to_release);
 		HANDOVER_ACQUIRE(task);
 		struct task_cold *cold = task_cold(task);
