@@ -617,7 +617,8 @@ TW_API void tw_engine_destroy(tw_engine *e);
  *    tw_add, at the previous firing, at tw_resume, and when the system clock
  *    is set. The first is the first fire time after tw_add, or, with a
  *    delay_ms, now + delay_ms (TW_NEVER: none until tw_set_delay gives one),
- *    the calendar going on from that firing.
+ *    or with a first_due_ns that time, the calendar going on from that
+ *    firing. A calendar task may have a name like any task.
  *  - A calendar task is a periodic task in every other way: a firing due
  *    while its run goes is skipped as overlap (TW_RUN_LATE: it runs after),
  *    a firing that finds every queue full is skipped as overload, and after
