@@ -35,11 +35,11 @@ struct tw_engine {
 	struct tw_engine *next_engine, *prev_engine; /* the live engines (fork.c) */
 	/* wheel thread only */
 	struct wheel wheel __attribute__((aligned(64)));
-	unsigned next_executor;  /* turns for concurrent tasks */
-	unsigned filling;        /* the executor being filled this round */
-	uint32_t room;           /* serial firings it may still take, or ROOM_UNKNOWN */
-	uint64_t round_ns;       /* the clock when this round began */
-	uint64_t watch_ns;       /* when to look at the executors again; 0: no need */
+	unsigned next_executor; /* turns for concurrent tasks */
+	unsigned filling;       /* the executor being filled this round */
+	uint32_t room;          /* serial firings it may still take, or ROOM_UNKNOWN */
+	uint64_t round_ns;      /* the clock when this round began */
+	uint64_t watch_ns;      /* when to look at the executors again; 0: no need */
 	/* After a long sleep the timerfd is armed wake_lead_ns before the tick (at
 	 * early_tick_ns - wake_lead_ns) and the thread spins the rest: early_tick_ns, 0 when
 	 * armed on the tick itself (wheel_thread.c, arm_for_next) */
