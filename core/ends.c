@@ -61,9 +61,8 @@ static void read_states(struct tw_engine *e, uint64_t sum[TW_PAUSED + 1])
 	add_states(sum, &e->api_ends);
 	add_states(sum, &e->wheel_ends);
 	unsigned running = executors_running(e);
-	for (unsigned i = 0; i < running; i++)
-		add_states(sum, &e->executors[i].ends);
-	add_states(sum, &wheel_runner(e)->ends);
+	for (unsigned i = 0; i <= running; i++)
+		add_states(sum, &run_counter(e, i, running)->ends);
 }
 
 void tw__states_total(struct tw_engine *e, uint64_t in_state[TW_PAUSED + 1])
@@ -89,10 +88,8 @@ void tw__ends_total(struct tw_engine *e, uint64_t *completed, uint64_t *stopped)
 	*completed = atomic_load(&e->api_ends.completed) + atomic_load(&e->wheel_ends.completed);
 	*stopped = atomic_load(&e->api_ends.stopped) + atomic_load(&e->wheel_ends.stopped);
 	unsigned running = executors_running(e);
-	for (unsigned i = 0; i < running; i++) {
-		*completed += atomic_load(&e->executors[i].ends.completed);
-		*stopped += atomic_load(&e->executors[i].ends.stopped);
+	for (unsigned i = 0; i <= running; i++) {
+		*completed += atomic_load(&run_counter(e, i, running)->ends.completed);
+		*stopped += atomic_load(&run_counter(e, i, running)->ends.stopped);
 	}
-	*completed += atomic_load(&wheel_runner(e)->ends.completed);
-	*stopped += atomic_load(&wheel_runner(e)->ends.stopped);
 }

@@ -263,7 +263,7 @@ static void gather_stats(tw_engine *e, tw_engine_stats *out)
 	/* The wheel runner counts as an executor but for its queue, which it has not, and its
 	 * busy time, which is the wheel thread's. */
 	for (unsigned i = 0; i <= running; i++) {
-		struct executor *x = i < running ? &e->executors[i] : wheel_runner(e);
+		struct executor *x = run_counter(e, i, running);
 		out->failures += atomic_load(&x->failures);
 		out->slow_runs += atomic_load(&x->slow_runs);
 		out->skipped_missed += atomic_load(&x->dropped);

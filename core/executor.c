@@ -135,21 +135,18 @@ bool tw__runs_idle(struct tw_engine *e, uint64_t except)
 		unsigned running = executors_running(e);
 		uint64_t done = atomic_load_explicit(&e->stop_done, memory_order_seq_cst);
 		uint64_t handed = 0, again = 0;
-		struct executor *runner = wheel_runner(e);
-		for (unsigned i = 0; i < running; i++)
-			done += atomic_load_explicit(&e->executors[i].done, memory_order_seq_cst);
-		done += atomic_load_explicit(&runner->done, memory_order_seq_cst);
-		for (unsigned i = 0; i < running; i++)
-			handed +=
-				atomic_load_explicit(&e->executors[i].handed, memory_order_seq_cst);
-		handed += atomic_load_explicit(&runner->handed, memory_order_seq_cst);
+		for (unsigned i = 0; i <= running; i++)
+			done += atomic_load_explicit(&run_counter(e, i, running)->done,
+						     memory_order_seq_cst);
+		for (unsigned i = 0; i <= running; i++)
+			handed += atomic_load_explicit(&run_counter(e, i, running)->handed,
+						       memory_order_seq_cst);
 		if (handed - done > except)
 			return false;
 		/* Nothing handed over during the scan: all were idle at its end. */
-		for (unsigned i = 0; i < running; i++)
-			again +=
-				atomic_load_explicit(&e->executors[i].handed, memory_order_seq_cst);
-		again += atomic_load_explicit(&runner->handed, memory_order_seq_cst);
+		for (unsigned i = 0; i <= running; i++)
+			again += atomic_load_explicit(&run_counter(e, i, running)->handed,
+						      memory_order_seq_cst);
 		if (again == handed && running == executors_running(e))
 			return true;
 	}

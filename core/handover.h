@@ -83,6 +83,13 @@ static inline struct executor *wheel_runner(const struct tw_engine *e)
 	return &e->executors[e->executor_slots];
 }
 
+/* Whatever counts runs: the running executors (i < running), then the wheel runner
+ * (i == running). Sums of runs, ends and states loop i from 0 to running, both included. */
+static inline struct executor *run_counter(const struct tw_engine *e, unsigned i, unsigned running)
+{
+	return i < running ? &e->executors[i] : wheel_runner(e);
+}
+
 /* Wheel thread: one more handed over, counted before the executor can see it, so that done
  * never passes handed. */
 static inline void count_handed(struct executor *x)

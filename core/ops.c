@@ -464,7 +464,11 @@ static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 	bool calendar = !period && !task->delay_pending && task_is_calendar(task);
 	task->delay_pending = false;
 	uint64_t due;
-	if (delay == DELAY_AT_DUE) {
+	if (calendar) { /* the first fire time after now */
+		int64_t offset = tw__wall_offset_ns(e);
+		due = tw__calendar_plan(e, task_calendar(task),
+					(int64_t)tw__engine_now_ns(e) + offset, offset);
+	} else if (delay == DELAY_AT_DUE) {
 		due = due_of_time(e, now_ns,
 				  atomic_load_explicit(&task->due_ns, memory_order_relaxed));
 		task_set_delay_ms(task, delay_of_due(e, now_ns, due));
@@ -475,14 +479,6 @@ static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 	task_move(task, &e->api_ends, running ? TW_RUNNING : TW_WAITING, true);
 	task_set_paused_by_failures(task, false);
 	atomic_store_explicit(&task_cold(task)->consecutive_failures, 0, memory_order_relaxed);
-	if (calendar) { /* the first fire time after now */
-		int64_t offset = tw__wall_offset_ns(e);
-		set_due(e, task,
-			tw__calendar_plan(e, task_calendar(task),
-					  (int64_t)tw__engine_now_ns(e) + offset, offset),
-			after);
-		return TW_OK;
-	}
 	set_due(e, task, due, after);
 	return TW_OK;
 }

@@ -308,12 +308,19 @@ static inline uint64_t wide_ms(uint32_t low, uint16_t high)
 	return (uint64_t)high << 31 | (low & ~WIDE_BIT);
 }
 
+/* The period a value of the task's period_ms field stands for (the caller read the field
+ * once; a wide one also needs the lock, see task_period_ms). */
+static inline uint64_t period_of_field(const struct tw_task *task, uint32_t ms)
+{
+	return ms & WIDE_BIT ? wide_ms(ms, task_cold(task)->period_hi & PERIOD_HI_MASK) : ms;
+}
+
 /* Lock held, or readers of a task that cannot change (tw_get takes the lock
  * for a wide period: its two halves are only consistent under it). */
 static inline uint64_t task_period_ms(const struct tw_task *task)
 {
 	uint32_t ms = atomic_load_explicit(&task->period_ms, memory_order_relaxed);
-	return ms & WIDE_BIT ? wide_ms(ms, task_cold(task)->period_hi & PERIOD_HI_MASK) : ms;
+	return period_of_field(task, ms);
 }
 
 /* Lock held, or the task not yet published. */

@@ -474,11 +474,9 @@ static bool fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 		file_task(e, task, tick, FILED_DUE);
 		return true;
 	}
-	/* task_period_ms, its field read once: a calendar task has one, but no period */
+	/* the field read once: a calendar task has one, but no period */
 	uint32_t low = atomic_load_explicit(&task->period_ms, memory_order_relaxed);
-	uint64_t period =
-		(low & WIDE_BIT ? wide_ms(low, task_cold(task)->period_hi & PERIOD_HI_MASK) : low) *
-		NS_PER_MS;
+	uint64_t period = period_of_field(task, low) * NS_PER_MS;
 	if (__builtin_expect(!period && low, 0)) { /* no period, but a period field: a calendar */
 		struct calendar_firing f = calendar_firing(e, task, due, target);
 		due = f.due;
