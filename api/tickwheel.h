@@ -256,6 +256,10 @@ enum {
 	TW_ENOZONE,   /* tw_cron_parse: the time zone is unknown, or its file unreadable */
 	TW_ENOMATCH,  /* tw_cron_next: no fire time within the search bound (see there) */
 	TW_EEXIST,    /* tw_add: a live task of the engine has that name already */
+	TW_EIO,       /* tw_snapshot, tw_restore: a system call on the file failed (see errno) */
+	TW_ECORRUPT, /* tw_restore: the snapshot is truncated, or its checksum or a record is bad */
+	TW_EVERSION, /* tw_restore: a snapshot of a format version this library does not read */
+	TW_ENOTSNAPSHOT, /* tw_restore: the file is no snapshot (its magic is wrong; empty) */
 };
 
 typedef enum { TW_WAITING, TW_RUNNING, TW_PAUSED, TW_COMPLETED, TW_STOPPED } tw_state;
@@ -313,7 +317,17 @@ typedef struct {
 	/* NULL or "": no name. Else 1 to TW_NAME_MAX bytes of printable ASCII (0x20 to 0x7e),
 	 * copied; unique among the engine's live tasks. See "Named tasks". */
 	const char *name;
+	/* What tw_restore does with a due that passed while the process was down: a
+	 * TW_MISFIRE_* value (see "Snapshot and restore"). Kept with the name: read only when
+	 * the task has one (ignored, and not checked, without). */
+	unsigned misfire;
 } tw_task_spec;
+
+/* tw_task_spec.misfire: a due that passed while the process was down (tw_restore). */
+enum {
+	TW_MISFIRE_RUN_ONCE = 0, /* run once at restore, the other missed firings skipped */
+	TW_MISFIRE_SKIP = 1,     /* skip every missed firing: wait for the next due after now */
+};
 
 typedef struct {
 	tw_state state;
@@ -348,6 +362,8 @@ typedef struct {
 	/* Its name, NUL-terminated; "" for none. Shown while the task is kept (retain_ms),
 	 * also after it ended and another task took the name. */
 	char name[TW_NAME_MAX + 1];
+	/* A named task's tw_task_spec.misfire (TW_MISFIRE_*); 0 for an unnamed one. */
+	unsigned misfire;
 } tw_task_info;
 
 enum { TW_LOG_ERROR, TW_LOG_WARNING, TW_LOG_INFO };
@@ -922,6 +938,198 @@ static inline int tw_metrics_format(tw_engine *e, const tw_metrics_options *opt,
 				    size_t cap, size_t *len)
 {
 	return tw_metrics_format_sized(e, opt, sizeof *opt, buf, cap, len);
+}
+
+/*
+ * Snapshot and restore: a named task's schedule survives a restart of the
+ * process. tw_snapshot writes every named live task (waiting, running or
+ * paused; unnamed tasks are left out) to a file; tw_restore, in the next
+ * process, adds them again to an engine. What is kept, per task:
+ *  - its name, and its schedule: a fixed period (a one-shot: none), or the
+ *    cron expression's text as tw_add was given it ("@every" tasks are fixed
+ *    periods, kept as their period in ms);
+ *  - its next due as a wall-clock time (ns since the epoch): a calendar
+ *    task's next_due_wall_ns, any other task's next_due_ns turned into wall
+ *    time with the offset between the clocks read once per snapshot; none
+ *    for a paused task or one waiting with no due (TW_NEVER);
+ *  - paused or not, and paused_by_failures; a one-shot's delay, which it
+ *    resumes with; the flags TW_CONCURRENT, TW_RUN_LATE, TW_ON_WHEEL_THREAD
+ *    (the last as it is now: off for a task the budget guard moved);
+ *  - its misfire policy (tw_task_spec.misfire), and its counters: runs,
+ *    failures, consecutive_failures, slow_runs, and the skips by reason.
+ * The application keeps the rest: callbacks and their args are code and
+ * memory of one process, not data. tw_restore hands each task it reads to
+ * a resolver of the application's, which maps the name to a callback, arg
+ * and release, or declines the task.
+ *
+ * Not kept: tw_task_info's durations and lateness (they start again at 0),
+ * a run going on at the snapshot (the task is kept with its next due), a
+ * one-shot whose last run goes (it is completing: left out), a delay set
+ * on a paused periodic task (it resumes by its period), and the ids (a
+ * restored task gets a new one: find it by name, tw_find).
+ *
+ * Misfires: a due that passed while the process was down (the saved wall
+ * time is at or before the restoring engine's wall-clock time) follows the
+ * task's misfire policy:
+ *  - TW_MISFIRE_RUN_ONCE (the default): the task runs once at restore (its
+ *    due is the restoring engine's current tick); the other fire times that
+ *    passed count in skipped_missed (and in the first run's tw_fire.skipped).
+ *    A periodic task's later dues follow that run by whole periods (its phase
+ *    is the restore's); a calendar task's calendar goes on after now;
+ *  - TW_MISFIRE_SKIP: every fire time that passed counts in skipped_missed,
+ *    and the task waits for its first due after now: a periodic task's on its
+ *    saved phase (the saved due plus whole periods), a calendar task's the
+ *    schedule's first fire time after now. A one-shot has no due after now:
+ *    it is not added (nor shown to the resolver), and counts in
+ *    tw_restore_result.expired.
+ * A periodic task's passed fire times are counted exactly ((now - due) /
+ * period + 1); a calendar task's one by one with tw_cron_next, up to
+ * TW_RESTORE_MISSED_MAX per task (the count stops there). Skips counted at
+ * restore add to tw_engine_stats.skipped_missed too; the restored counters
+ * do not (they are the task's history, not this engine's work).
+ *
+ * The file (format: api/snapshot-format.md) is versioned and checksummed
+ * (CRC-32 of the whole file). tw_restore refuses a file that is truncated,
+ * corrupted, of another version or no snapshot at all, whole, with one code,
+ * and adds nothing then; it also adds nothing when it fails for any other
+ * reason (a name taken, max_tasks, memory): tasks it had added are
+ * cancelled, and every release the resolver handed over is called exactly
+ * once.
+ */
+
+/* The most missed fire times tw_restore counts for one calendar task. */
+#define TW_RESTORE_MISSED_MAX 10000
+
+/*
+ * A task read from a snapshot, as the resolver sees it (valid during that
+ * call only). The library fills it, and it only ever grows at its end (as
+ * tw_fire does).
+ */
+typedef struct {
+	const char *name;   /* NUL-terminated */
+	const char *cron;   /* a calendar task's expression, NUL-terminated; NULL for others */
+	uint64_t period_ms; /* 0 for a one-shot and a calendar task */
+	unsigned flags;     /* TW_CONCURRENT, TW_RUN_LATE, TW_ON_WHEEL_THREAD */
+	unsigned misfire;   /* TW_MISFIRE_* */
+	bool paused, paused_by_failures;
+	/* The saved next due, wall-clock ns since the epoch; 0: none (paused, or TW_NEVER). */
+	int64_t next_due_wall_ns;
+	/* The task will run at restore for a due that passed (TW_MISFIRE_RUN_ONCE), and the
+	 * missed fire times that count as skipped_missed. */
+	bool misfired;
+	uint64_t missed;
+	uint64_t runs, failures, consecutive_failures, slow_runs;
+	uint64_t skipped_overlap, skipped_overload, skipped_missed; /* as saved */
+} tw_snapshot_task;
+
+/* What a resolver hands over for a task it accepts. This struct does not grow. */
+typedef struct {
+	tw_callback callback; /* required */
+	void *arg;
+	void (*release)(void *arg); /* optional; called exactly once, as tw_add's */
+} tw_resolved;
+
+/* A resolver's answer for a task it does not want: it is not restored. */
+#define TW_RESOLVE_DECLINE 1
+
+/*
+ * Called by tw_restore once per task to restore, in the file's order, in the
+ * thread that called tw_restore, before any task is added. Returns 0 with
+ * *out filled (out->callback not NULL) to accept the task; from then on the
+ * library owns out->arg: out->release(out->arg) is called exactly once,
+ * when the task ends, or by tw_restore itself if the restore fails.
+ * TW_RESOLVE_DECLINE declines the task (nothing of out is read). A negative
+ * TW_E* code stops the restore: tw_restore returns it, having added nothing
+ * (and released what was accepted). It must not call tw_restore or
+ * tw_snapshot on the engine; other calls are fine.
+ */
+typedef int (*tw_resolver)(const tw_snapshot_task *task, void *ctx, tw_resolved *out);
+
+/* What tw_restore did. The library fills it ("Growing structs"). */
+typedef struct {
+	uint64_t records;          /* tasks in the file */
+	uint64_t restored;         /* tasks added */
+	uint64_t declined;         /* refused by the resolver */
+	uint64_t expired;          /* one-shots whose due passed, with TW_MISFIRE_SKIP: not added */
+	uint64_t misfired_run;     /* restored tasks that run once at restore for a passed due */
+	uint64_t misfired_skipped; /* restored tasks that skip to their next due after now */
+	uint64_t skipped_missed;   /* missed fire times counted over all the restored tasks */
+	/* Records of a name that comes again later in the file (a task that ended and was
+	 * named again during the snapshot's walk): the later record is restored. */
+	uint64_t duplicates;
+	int64_t written_wall_ns; /* when the snapshot was written (wall clock, ns) */
+} tw_restore_result;
+
+TW_API int tw_restore_sized(tw_engine *e, const char *path, tw_resolver resolve, void *ctx,
+			    tw_restore_result *out, size_t size);
+
+/**
+ * tw_snapshot() - writes every named live task's schedule to @path, atomically.
+ * @tasks: if not NULL, receives how many tasks were written.
+ *
+ * Writes a new file "@path.tmp-XXXXXX" beside @path (mkstemp: mode 0600), fsyncs
+ * it, renames it over @path, and fsyncs the directory: a crash leaves @path as
+ * it was or as the new snapshot, never a mix, and once the call returns TW_OK
+ * the new one survives a power loss. The tasks are read as tw_list reads them,
+ * each whole under its lock while the engine goes on: a task added or ended
+ * during the walk is in the file or not. On failure the temporary file is
+ * removed and @path is untouched.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL @e or @path, or "" ; -TW_EIO when a system
+ * call failed: errno is that call's (ENOENT for a missing directory, EACCES,
+ * ENOSPC, EIO, ENAMETOOLONG ...), as it was when the call failed; -TW_ENOMEM;
+ * -TW_ESHUTDOWN after tw_engine_stop (every task has ended: an empty snapshot
+ * would replace the good one: snapshot before stopping); -TW_EFORKED.
+ * Any thread; a callback may call it, but it blocks its thread for the file's
+ * writing and fsyncs (milliseconds to seconds): not from a TW_ON_WHEEL_THREAD
+ * callback, which would stop every firing meanwhile. Two snapshots to one path
+ * at once are safe (each renames a whole file; the later rename wins). Cost
+ * O(slots), as tw_list, plus about 120 bytes written per named task and the
+ * fsyncs (perf/README.md has the time of a million tasks). It holds no lock
+ * while it writes, and each task's lock for a few hundred instructions.
+ */
+TW_API int tw_snapshot(tw_engine *e, const char *path, uint64_t *tasks);
+
+/**
+ * tw_restore() - adds the tasks of the snapshot at @path to @e (see "Snapshot
+ * and restore").
+ * @resolve: maps each task to its callback (see tw_resolver); required.
+ * @ctx: handed to @resolve.
+ * @out: if not NULL, receives what was done (zeroed first; filled on failure
+ * too, as far as it went).
+ *
+ * In this order: reads the whole file, checks it whole (magic, version,
+ * checksum, every record; each cron expression parsed; a file whose names
+ * are not unique keeps the last record of each, see duplicates), checks that
+ * no live task of @e has one of its names, then calls @resolve for each task,
+ * adds the accepted ones with no due, and only once every one is added gives
+ * each its counters, its due (see "Misfires") or its pause. Until it
+ * returns, a restored task may be seen (tw_find, tw_list) waiting with no due.
+ * The "now" misfires are judged against is read once, at the start: the
+ * engine's clock plus its wall-clock offset (with manual_clock, the manual
+ * wall-clock time: see "Calendar tasks").
+ *
+ * Return: TW_OK (also when every task was declined or expired);
+ * -TW_EINVAL for NULL @e, @path or @resolve, or a resolver that accepted with
+ * no callback; -TW_EIO when the file cannot be read (errno: ENOENT for a
+ * missing file, ...); -TW_ENOTSNAPSHOT for a file without the snapshot magic
+ * (an empty file too); -TW_EVERSION for a snapshot of another format version;
+ * -TW_ECORRUPT for one truncated, whose checksum does not match, or with a
+ * record that is not valid; -TW_ESYNTAX or -TW_ENOZONE for a cron expression
+ * this machine cannot parse (a zone missing here); -TW_EEXIST when a live
+ * task of @e has a name of the file (also one added meanwhile by another
+ * thread); -TW_ELIMIT (max_tasks); -TW_ENOMEM; -TW_ESHUTDOWN; -TW_EFORKED; or
+ * the negative code @resolve returned. On any failure nothing is left added
+ * and every accepted release has been called once.
+ * Any thread, a callback too (not a TW_ON_WHEEL_THREAD one: it blocks on the
+ * file). Blocks while it reads the file. Cost O(tasks): the file is held in
+ * memory with about 150 bytes per task more while it runs, and each task is
+ * added as by tw_add (perf/README.md has the time of a million tasks).
+ */
+static inline int tw_restore(tw_engine *e, const char *path, tw_resolver resolve, void *ctx,
+			     tw_restore_result *out)
+{
+	return tw_restore_sized(e, path, resolve, ctx, out, sizeof *out);
 }
 
 /**

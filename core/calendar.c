@@ -8,6 +8,7 @@
 #include "cron.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -110,6 +111,15 @@ int tw__calendar_new(struct tw_engine *e, const tw_task_spec *spec, struct calen
 		tw__free(c, sizeof *c);
 		return rc;
 	}
+	if (spec->name && spec->name[0]) {
+		c->expr_len = strlen(spec->cron);
+		c->expr = tw__alloc(c->expr_len + 1);
+		if (!c->expr) {
+			tw__calendar_discard(c);
+			return -TW_ENOMEM;
+		}
+		memcpy(c->expr, spec->cron, c->expr_len + 1);
+	}
 	*out = c;
 	return TW_OK;
 }
@@ -117,6 +127,8 @@ int tw__calendar_new(struct tw_engine *e, const tw_task_spec *spec, struct calen
 void tw__calendar_discard(struct calendar *c)
 {
 	tw_cron_free(c->cron);
+	if (c->expr)
+		tw__free(c->expr, c->expr_len + 1);
 	tw__free(c, sizeof *c);
 }
 

@@ -36,6 +36,10 @@ struct calendar {
 	int64_t next_wall_ns; /* the fire time planned_due stands for */
 	uint64_t planned_due;
 	uint64_t rerun_due; /* TW_RUN_LATE: the due of the firing waiting for the task's run */
+	/* A named task's expression as tw_add was given it, for tw_snapshot (a parsed schedule
+	 * cannot be written back); NULL for an unnamed one, which no snapshot holds. */
+	char *expr;
+	size_t expr_len;
 };
 
 #define PERIOD_CALENDAR WIDE_BIT

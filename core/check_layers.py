@@ -11,14 +11,16 @@ import re
 import sys
 
 LAYERS = [
-    ('base', ['base.h', 'alloc.h', 'abi.c', 'alloc.c', 'futex.c', 'rcu.c']),
+    ('base', ['base.h', 'alloc.h', 'abi.c', 'alloc.c', 'futex.c', 'rcu.c', 'snapshot.h',
+              'snapshot_format.c']),
     ('task', ['task.h', 'task.c', 'names.h', 'names.c']),
     ('engine', ['engine.h', 'engine_clock.c']),
     ('handover', ['handover.h', 'handover.c']),
     ('threads', ['threads.h', 'calendar.h', 'run.h', 'ends.c', 'executor.c', 'watch.c',
                  'wheel_thread.c', 'calendar.c']),
     ('lifecycle', ['lifecycle.h', 'engine.c', 'fork.c', 'stop.c']),
-    ('api', ['query.h', 'query.c', 'list.c', 'metrics.c', 'ops.c', 'duration.c']),
+    ('api', ['query.h', 'query.c', 'list.c', 'metrics.c', 'ops.c', 'duration.c',
+             'snapshot_write.c', 'snapshot_restore.c']),
 ]
 LEVEL = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
 FUNC_DEF = re.compile(r'^(?:static\s+)?(?:inline\s+)?(?:__attribute__\(\([^)]*\)\)\s+)*'

@@ -19,6 +19,9 @@ struct name_node {
 	_Atomic tw_id id; /* 0 while its task is being added */
 	unsigned long hash;
 	struct rcu_head rcu;
+	/* tw_task_spec.misfire: kept here, the task's flags byte has no free bit and only
+	 * named tasks are snapshotted */
+	unsigned misfire;
 	size_t len;
 	char name[TW_NAME_MAX + 1];
 };
@@ -132,7 +135,7 @@ static void grow(struct tw_names *n, uint64_t nodes)
 }
 
 int tw__name_claim(struct tw_names *n, struct task_table *t, const char *name, size_t len,
-		   struct name_node **out)
+		   unsigned misfire, struct name_node **out)
 {
 	struct name_node *node = tw__alloc(sizeof *node);
 	if (!node)
@@ -141,6 +144,7 @@ int tw__name_claim(struct tw_names *n, struct task_table *t, const char *name, s
 	cds_lfht_node_init(&node->by_id);
 	atomic_init(&node->id, 0);
 	node->len = len;
+	node->misfire = misfire;
 	memcpy(node->name, name, len);
 	node->name[len] = '\0';
 	node->hash = hash_name(name, len);
@@ -227,11 +231,13 @@ static struct name_node *node_of_id(struct tw_names *n, tw_id id)
 	return found ? caa_container_of(found, struct name_node, by_id) : NULL;
 }
 
-void tw__name_show_slow(struct tw_names *n, tw_id id, char *out)
+unsigned tw__name_show_slow(struct tw_names *n, tw_id id, char *out)
 {
 	struct name_node *node = node_of_id(n, id);
-	if (node)
-		memcpy(out, node->name, node->len + 1);
+	if (!node)
+		return 0;
+	memcpy(out, node->name, node->len + 1);
+	return node->misfire;
 }
 
 void tw__name_forget_slow(struct tw_names *n, tw_id id)

@@ -35,7 +35,7 @@ bool tw__name_valid(const char *name, size_t *len);
 /* Takes name for a task being added (its id not yet known: the name counts as taken):
  * TW_OK with *node, -TW_EEXIST when a live task has it, -TW_ENOMEM. */
 int tw__name_claim(struct tw_names *n, struct task_table *t, const char *name, size_t len,
-		   struct name_node **node);
+		   unsigned misfire, struct name_node **node);
 /* The claimed name goes to task id, once that task is published. */
 void tw__name_bind(struct tw_names *n, struct name_node *node, tw_id id);
 /* A claim whose task was never added. */
@@ -43,15 +43,22 @@ void tw__name_abandon(struct tw_names *n, struct name_node *node);
 /* The live task named name, or -TW_ENOTFOUND. */
 int tw__name_find(struct tw_names *n, struct task_table *t, const char *name, size_t len,
 		  tw_id *id);
-void tw__name_show_slow(struct tw_names *n, tw_id id, char *out);
+unsigned tw__name_show_slow(struct tw_names *n, tw_id id, char *out);
 void tw__name_forget_slow(struct tw_names *n, tw_id id);
 
 /* Inside a read-side section: task id's name into out (TW_NAME_MAX + 1 bytes, zeroed
- * before), if it has one. */
-static inline void tw__name_show(struct tw_names *n, tw_id id, char *out)
+ * before), if it has one; returns its misfire policy (0 without a name). */
+static inline unsigned tw__name_show(struct tw_names *n, tw_id id, char *out)
 {
 	if (__builtin_expect(atomic_load_explicit(&n->used, memory_order_relaxed), 0))
-		tw__name_show_slow(n, id, out);
+		return tw__name_show_slow(n, id, out);
+	return 0;
+}
+
+/* Whether any task of the engine was ever named (a snapshot of none has nothing to walk). */
+static inline bool tw__names_used(struct tw_names *n)
+{
+	return atomic_load_explicit(&n->used, memory_order_relaxed);
 }
 
 /* Task id is reaped: its name, if any, goes (freed after a grace period). */

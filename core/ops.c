@@ -108,7 +108,8 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	    (flags & (TW_CONCURRENT | TW_ON_WHEEL_THREAD)) == (TW_CONCURRENT | TW_ON_WHEEL_THREAD))
 		return -TW_EINVAL;
 	size_t name_len = 0;
-	if (!plain && spec->name && spec->name[0] && !tw__name_valid(spec->name, &name_len))
+	if (!plain && spec->name && spec->name[0] &&
+	    (!tw__name_valid(spec->name, &name_len) || spec->misfire > TW_MISFIRE_SKIP))
 		return -TW_EINVAL;
 	if (!plain && spec->first_due_ns) {
 		int rc = check_first_due(e, spec);
@@ -125,7 +126,8 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	struct name_node *name = NULL;
 	int error = -TW_ENOMEM;
 	if (!plain && name_len) {
-		error = tw__name_claim(&e->names, &e->table, spec->name, name_len, &name);
+		error = tw__name_claim(&e->names, &e->table, spec->name, name_len, spec->misfire,
+				       &name);
 		if (error) {
 			if (e->cfg.max_tasks)
 				atomic_fetch_sub_explicit(&e->tasks_added, 1, memory_order_relaxed);

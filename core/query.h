@@ -64,7 +64,7 @@ task_read_info(struct tw_engine *e, struct tw_task *task, tw_id id, tw_task_info
 		.calendar = calendar,
 		.next_due_wall_ns = wall_due,
 	};
-	tw__name_show(&e->names, id, info.name);
+	info.misfire = tw__name_show(&e->names, id, info.name);
 	/* An id that changed meanwhile means the task was reaped while we read. */
 	if (atomic_load_explicit(&task->id, memory_order_acquire) != id)
 		return false;

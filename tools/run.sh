@@ -32,7 +32,7 @@ cd "$ROOT"
 
 PACKAGES=(meson ninja-build pkg-config gcc clang liburcu-dev libjemalloc-dev libcriterion-dev
 	libuv1-dev libevent-dev libev-dev valgrind gnuplot-nox abigail-tools clang-tidy clang-format
-	libmicrohttpd-dev prometheus tzdata)
+	libmicrohttpd-dev prometheus tzdata zlib1g-dev)
 
 log() { printf 'run.sh: %s\n' "$*" >&2; }
 die() { printf 'run.sh: error: %s\n' "$*" >&2; exit 1; }

@@ -244,5 +244,5 @@ Test(cron_parse, strerror_names_the_calendar_codes)
 			cr_assert_str_neq(s, tw_strerror(other), "codes %d and %d", codes[i],
 					  other);
 	}
-	cr_assert_str_eq(tw_strerror(TW_EEXIST + 1), "unknown error"); /* the last code + 1 */
+	cr_assert_str_eq(tw_strerror(TW_ENOTSNAPSHOT + 1), "unknown error"); /* the last code + 1 */
 }
