@@ -1084,8 +1084,8 @@ TW_API int tw_restore_sized(tw_engine *e, const char *path, tw_resolver resolve,
  * writing and fsyncs (milliseconds to seconds): not from a TW_ON_WHEEL_THREAD
  * callback, which would stop every firing meanwhile. Two snapshots to one path
  * at once are safe (each renames a whole file; the later rename wins). Cost
- * O(slots), as tw_list, plus about 120 bytes written per named task and the
- * fsyncs (perf/README.md has the time of a million tasks). It holds no lock
+ * O(slots), as tw_list, plus about 100 bytes and the name written per named
+ * task, and the fsyncs (perf/README.md has the time of a million tasks). It holds no lock
  * while it writes, and each task's lock for a few hundred instructions.
  */
 TW_API int tw_snapshot(tw_engine *e, const char *path, uint64_t *tasks);
@@ -1122,9 +1122,10 @@ TW_API int tw_snapshot(tw_engine *e, const char *path, uint64_t *tasks);
  * the negative code @resolve returned. On any failure nothing is left added
  * and every accepted release has been called once.
  * Any thread, a callback too (not a TW_ON_WHEEL_THREAD one: it blocks on the
- * file). Blocks while it reads the file. Cost O(tasks): the file is held in
- * memory with about 150 bytes per task more while it runs, and each task is
- * added as by tw_add (perf/README.md has the time of a million tasks).
+ * file). Blocks while it reads the file. Cost O(tasks): the file and its
+ * parsed records are held in memory while it runs (about 270 bytes per task),
+ * each name is looked up, and each task added as by tw_add (perf/README.md
+ * has the time of a million tasks: about 1.8 adds' worth per task).
  */
 static inline int tw_restore(tw_engine *e, const char *path, tw_resolver resolve, void *ctx,
 			     tw_restore_result *out)

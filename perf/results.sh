@@ -19,7 +19,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-all="heartbeats burst oneshots-busy blocker queued-behind idle sessions sessions-coarse sessions-many churn stall ops dispatch list lumps cron"
+all="heartbeats burst oneshots-busy blocker queued-behind idle sessions sessions-coarse sessions-many churn stall ops dispatch list lumps cron snapshot"
 
 # describe DIR TITLE [NAME...]: DIR/RUN.md from DIR/NAME.json, or every DIR/*.json (tw-perf's
 # machine facts and target verdicts).

@@ -6,7 +6,8 @@
 #   tools/run.sh test        setup, then the test suites in build/
 #   tools/run.sh test-asan   the test suites in build-asan/ (ASan + UBSan, no recovery)
 #   tools/run.sh test-tsan   the plain-program suites in build-tsan/ (ThreadSanitizer)
-#   tools/run.sh test-clang  the test suites in build-clang/, built by clang with -Werror
+#   tools/run.sh test-clang  the test suites in build-clang/, built by clang with -Werror, and
+#                            the snapshot reader fuzzed for 15 s (libFuzzer: tests/fuzz/)
 #   tools/run.sh lint        the static analyser: clang-tidy (.clang-tidy) over the .c files of
 #                            wheel/, core/ and calendar/, and through them their headers and api/
 #   tools/run.sh perf        the perf suite: every tw-perf scenario from build-perf/ (release),

@@ -69,6 +69,8 @@ static const struct scenario scenarios[] = {
 	  "instructions per operation, for perf/gate.py under valgrind --tool=callgrind" },
 	{ "cron", scenario_cron,
 	  "tw_cron_parse per expression, tw_cron_next per fire time, in UTC and in zones" },
+	{ "snapshot", scenario_snapshot,
+	  "tw_snapshot and tw_restore of N named tasks: seconds, bytes per task" },
 };
 enum { SCENARIOS = sizeof scenarios / sizeof scenarios[0] };
 

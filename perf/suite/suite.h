@@ -2,7 +2,7 @@
  * suite.h - tw-perf, the perf suite for latency regression testing: one runner
  * with a subcommand per scenario (heartbeats, sessions, churn, burst,
  * oneshots-busy, blocker, queued-behind, idle, stall, ops, dispatch, list,
- * lumps, reap, callgrind-op, icount, cron). Each scenario fills a report
+ * lumps, reap, callgrind-op, icount, cron, snapshot). Each scenario fills a report
  * (tools/report.h), which main() prints as a table and, with --json FILE,
  * writes with the machine's facts; with --plot DIR it also draws its
  * pictures there (tools/plot.h).
@@ -63,6 +63,7 @@ int scenario_reap(const struct suite_options *opt, struct report *r);
 int scenario_callgrind_op(const struct suite_options *opt, struct report *r);
 int scenario_icount(const struct suite_options *opt, struct report *r);
 int scenario_cron(const struct suite_options *opt, struct report *r);
+int scenario_snapshot(const struct suite_options *opt, struct report *r);
 
 /* true if the peer named (libuv, libevent, libev) is to run: built in and
  * allowed by --peers. */
