@@ -84,7 +84,7 @@ size_t tw__snapshot_put_record(uint8_t *dst, const struct snap_record *r)
 	put64(p + 16, r->period_ms);
 	put64(p + 24, r->delay_ms);
 	put64(p + 32, (uint64_t)r->due_wall_ns);
-	for (int i = 0; i < SNAP_COUNTERS; i++)
+	for (size_t i = 0; i < SNAP_COUNTERS; i++)
 		put64(p + 40 + 8 * i, r->counters[i]);
 	p += SNAP_RECORD_FIXED;
 	memcpy(p, r->name, r->name_len);
@@ -119,7 +119,7 @@ static bool parse_record(const uint8_t *p, uint32_t len, struct snap_record *r)
 		.delay_ms = get64(p + 24),
 		.due_wall_ns = (int64_t)get64(p + 32),
 	};
-	for (int i = 0; i < SNAP_COUNTERS; i++)
+	for (size_t i = 0; i < SNAP_COUNTERS; i++)
 		r->counters[i] = get64(p + 40 + 8 * i);
 	if (p[5] | p[6] | p[7] || get32(p + 12))
 		return false;
@@ -183,7 +183,8 @@ static bool mark_duplicates(struct snap_file *f)
 			if (!slots[at])
 				break;
 			struct snap_record *o = &f->records[slots[at] - 1];
-			if (o->name_len == r->name_len && !memcmp(o->name, r->name, r->name_len)) {
+			if (o->name_len == r->name_len &&
+			    memcmp(o->name, r->name, r->name_len) == 0) {
 				o->duplicate = true;
 				f->duplicates++;
 				break;
@@ -198,7 +199,7 @@ static bool mark_duplicates(struct snap_file *f)
 int tw__snapshot_parse(const uint8_t *buf, size_t len, struct snap_file *out)
 {
 	*out = (struct snap_file){ 0 };
-	if (len < sizeof MAGIC || memcmp(buf, MAGIC, sizeof MAGIC))
+	if (len < sizeof MAGIC || memcmp(buf, MAGIC, sizeof MAGIC) != 0)
 		return -TW_ENOTSNAPSHOT;
 	if (len < 12)
 		return -TW_ECORRUPT;
@@ -207,7 +208,7 @@ int tw__snapshot_parse(const uint8_t *buf, size_t len, struct snap_file *out)
 	if (len < SNAP_HEADER_BYTES + SNAP_TRAILER_BYTES)
 		return -TW_ECORRUPT;
 	const uint8_t *trailer = buf + len - SNAP_TRAILER_BYTES;
-	if (memcmp(trailer + 12, END_MAGIC, sizeof END_MAGIC) ||
+	if (memcmp(trailer + 12, END_MAGIC, sizeof END_MAGIC) != 0 ||
 	    (CRC_CHECKED && tw__snapshot_crc(0, buf, len - 8) != get32(trailer + 8)))
 		return -TW_ECORRUPT;
 	if (get32(buf + 12) != SNAP_HEADER_BYTES || get64(buf + 24))

@@ -186,8 +186,8 @@ static int plan_all(struct restore *s, const struct now *now)
 			*p = (struct plan){ .action = SKIPPED };
 			continue;
 		}
-		if (r->kind == SNAP_CALENDAR &&
-		    (!cron || r->cron_len != cron_len || memcmp(r->cron, cron_text, cron_len))) {
+		if (r->kind == SNAP_CALENDAR && (!cron || r->cron_len != cron_len ||
+						 memcmp(r->cron, cron_text, cron_len) != 0)) {
 			tw_cron_free(cron);
 			cron = NULL;
 			const char *expr =
