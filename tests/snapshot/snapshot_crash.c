@@ -148,20 +148,26 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof path, "%s/snap", dir);
 	long gen = -1, next = 0, newer = 0;
 	int temporaries = 0;
+	uint64_t window_us = 20000;
 	for (long k = 0; k < kills; k++) {
 		pid_t pid = fork();
 		if (pid < 0)
 			fail("%s: %ld %ld", "fork", errno, 0);
 		if (!pid)
 			writer(next);
-		/* The first child lives until its first snapshot is in place. */
-		long us = (long)(test_rng_next(&rng) % 20000);
-		for (;;) {
-			struct timespec ts = { 0, us * 1000 };
-			nanosleep(&ts, NULL);
-			if (k || !access(path, F_OK))
-				break;
-			us = 1000;
+		/* The first child lives until its first snapshot is in place; the time that took
+		 * (a slower build, a sanitizer) sets how long the others may live: up to twice
+		 * that, so that kills land before, during and after their writes. */
+		if (!k) {
+			uint64_t t0 = test_now_ns();
+			while (access(path, F_OK))
+				nanosleep(&(struct timespec){ 0, 200000 }, NULL);
+			uint64_t first_us = (test_now_ns() - t0) / 1000;
+			if (first_us * 2 > window_us)
+				window_us = first_us * 2;
+		} else {
+			long us = (long)(test_rng_next(&rng) % window_us);
+			nanosleep(&(struct timespec){ us / 1000000, us % 1000000 * 1000 }, NULL);
 		}
 		int status;
 		if (kill(pid, SIGKILL) || waitpid(pid, &status, 0) != pid)
@@ -187,9 +193,9 @@ int main(int argc, char **argv)
 	tw_engine_destroy(e);
 	if (unlink(path) || rmdir(dir))
 		fail("%s: %ld %ld", "cleaning up", errno, 0);
-	printf("snapshot_crash: %ld kills: every file whole; a newer generation %ld times, "
-	       "%d temporary files left by kills\n",
-	       kills, newer, temporaries);
+	printf("snapshot_crash: %ld kills within %llu us of the start: every file whole; a newer "
+	       "generation %ld times, %d temporary files left by kills\n",
+	       kills, (unsigned long long)window_us, newer, temporaries);
 	/* Evidence that the kills hit both sides: after a rename, and in the middle of a
 	 * write (a temporary file left). */
 	if (newer < kills / 10 || !temporaries)
