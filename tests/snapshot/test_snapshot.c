@@ -384,3 +384,45 @@ Test(snapshot, snapshot_refusals_leave_no_file)
 	tw_engine_destroy(a);
 	tmpdir_remove(&t);
 }
+
+struct in_callback {
+	tw_engine *e;
+	const char *path;
+	_Atomic int rc;
+	_Atomic uint64_t written;
+};
+
+static int snapshot_callback(const tw_fire *fire, void *arg)
+{
+	(void)fire;
+	struct in_callback *c = arg;
+	uint64_t n = 0;
+	atomic_store(&c->rc, tw_snapshot(c->e, c->path, &n));
+	atomic_store(&c->written, n);
+	return 0;
+}
+
+Test(snapshot, a_callback_may_snapshot_its_own_engine)
+{
+	struct tmpdir t;
+	tmpdir_make(&t);
+	uint64_t s;
+	tw_engine *a = engine_at(WALL0, 0, &s);
+	struct in_callback c = { .e = a, .path = t.path, .rc = 1 };
+	tw_task_spec spec = spec_of(10, 0, snapshot_callback, &c);
+	spec.name = "saver";
+	add_spec(a, &spec);
+	struct app app = { .names = APP_NAMES };
+	add_named(a, &app, "beat", 100, 1000, NULL, 0, 0);
+	step(a, 10);
+	cr_assert_eq(atomic_load(&c.rc), TW_OK);
+	cr_assert_eq(atomic_load(&c.written), 1, "beat; the saver's last run goes: left out");
+	tw_engine *b = engine_at(WALL0, 0, &s);
+	struct app app2 = { .names = APP_NAMES };
+	tw_restore_result res = restore(b, t.path, &app2);
+	cr_assert_eq(res.restored, 1);
+	find(b, "beat");
+	tw_engine_destroy(a);
+	tw_engine_destroy(b);
+	tmpdir_remove(&t);
+}

@@ -354,3 +354,20 @@ Test(refusals, a_result_of_an_older_size_is_filled_to_that_size_only)
 	tw_engine_destroy(b);
 	tmpdir_remove(&t);
 }
+
+Test(refusals, a_zone_this_machine_lacks_refuses_the_restore_whole)
+{
+	struct tmpdir t;
+	tmpdir_make(&t);
+	write_five(&t);
+	size_t len;
+	uint8_t *buf = slurp(t.path, &len);
+	uint8_t *at = memmem(buf, len, "Europe/Berlin", 13);
+	cr_assert_not_null(at);
+	memcpy(at, "Europe/Berlix", 13);
+	reseal(buf, len);
+	spit(t.path, buf, len);
+	refused(t.path, -TW_ENOZONE, "an unknown zone");
+	free(buf);
+	tmpdir_remove(&t);
+}
