@@ -203,8 +203,10 @@ void tw__calendar_replan(struct tw_engine *e)
 		tw__task_lock(task);
 		uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 		uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
-		if (!task->released && (state == TW_WAITING || state == TW_RUNNING) && due &&
-		    due == c->planned_due && c->next_wall_ns) {
+		/* A task linked by tw_add and not yet published (id 0) is planned by its add. */
+		if (atomic_load_explicit(&task->id, memory_order_acquire) && !task->released &&
+		    (state == TW_WAITING || state == TW_RUNNING) && due && due == c->planned_due &&
+		    c->next_wall_ns) {
 			uint64_t again = tw__calendar_due(e, c->next_wall_ns, offset);
 			c->planned_due = again;
 			atomic_store_explicit(&task->due_ns, again, memory_order_relaxed);

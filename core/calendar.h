@@ -80,7 +80,8 @@ uint64_t tw__calendar_every_ns(const struct calendar *c);
 /* Lock held, a calendar task not released: its next due in wall-clock time, 0 for none
  * (tw_task_info.next_due_wall_ns). */
 int64_t tw__calendar_wall_due(const struct tw_task *task);
-/* tw_add, once the task is published: puts it in the list the re-planning walks. */
+/* tw_add, before the task is published (a thread that finds it then may release it, which
+ * unlinks it): puts it in the list the re-planning walks, which skips it until published. */
 void tw__calendar_link(struct tw_engine *e, struct calendar *c, struct tw_task *task);
 /* The trampolines that stand for the user's callback and release. */
 int tw__calendar_callback(const tw_fire *fire, void *arg);

@@ -192,13 +192,15 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	atomic_store_explicit(&cold->skipped_overlap, 0, memory_order_relaxed);
 	atomic_store_explicit(&cold->skipped_overload, 0, memory_order_relaxed);
 	atomic_store_explicit(&cold->skipped_missed, 0, memory_order_relaxed);
+	/* Linked before it is published: from then on another thread may find it (tw_find,
+	 * tw_list) and cancel it, and its release unlinks the record and frees it. */
+	if (cal)
+		tw__calendar_link(e, cal, task);
 	/* Published. seq_cst, as the load of stopping below and stop's exchange of it and
 	 * first load of each id (stop_task): one of the two sides sees the other. */
 	atomic_store_explicit(&task->id, id, memory_order_seq_cst);
 	if (name) /* now that claims see the task live (until then, its name is being added) */
 		tw__name_bind(&e->names, name, id);
-	if (cal)
-		tw__calendar_link(e, cal, task);
 
 	tw__task_lock(task);
 	bool wake = tw__task_mail(e, task);
