@@ -152,12 +152,16 @@ int tw__name_claim(struct tw_names *n, struct task_table *t, const char *name, s
 	if (!atomic_load_explicit(&n->used, memory_order_relaxed))
 		atomic_store_explicit(&n->used, true, memory_order_relaxed);
 	int rc = TW_OK;
+	/* The tables publish the node in liburcu's code, which ThreadSanitizer does not see:
+	 * what was written to it before is handed over (HANDOVER_ACQUIRE where it is found). */
+	HANDOVER_RELEASE(node);
 	read_section_begin();
 	for (;;) {
 		struct cds_lfht_node *old = cds_lfht_add_unique(n->by_name, node->hash, match_name,
 								&key, &node->by_name);
 		if (old == &node->by_name)
 			break;
+		HANDOVER_ACQUIRE(caa_container_of(old, struct name_node, by_name));
 		if (holder_live(t, caa_container_of(old, struct name_node, by_name))) {
 			rc = -TW_EEXIST;
 			break;
@@ -184,6 +188,7 @@ void tw__name_bind(struct tw_names *n, struct name_node *node, tw_id id)
 {
 	read_section_begin();
 	atomic_store_explicit(&node->id, id, memory_order_release);
+	HANDOVER_RELEASE(node);
 	cds_lfht_add(n->by_id, hash_id(id), &node->by_id);
 	read_section_end();
 }
@@ -213,6 +218,7 @@ int tw__name_find(struct tw_names *n, struct task_table *t, const char *name, si
 	struct cds_lfht_node *found = cds_lfht_iter_get_node(&iter);
 	if (found) {
 		struct name_node *node = caa_container_of(found, struct name_node, by_name);
+		HANDOVER_ACQUIRE(node);
 		tw_id holder = atomic_load_explicit(&node->id, memory_order_acquire);
 		if (holder && holder_live(t, node)) {
 			*id = holder;
@@ -228,7 +234,10 @@ static struct name_node *node_of_id(struct tw_names *n, tw_id id)
 	struct cds_lfht_iter iter;
 	cds_lfht_lookup(n->by_id, hash_id(id), match_id, &id, &iter);
 	struct cds_lfht_node *found = cds_lfht_iter_get_node(&iter);
-	return found ? caa_container_of(found, struct name_node, by_id) : NULL;
+	struct name_node *node = found ? caa_container_of(found, struct name_node, by_id) : NULL;
+	if (node)
+		HANDOVER_ACQUIRE(node);
+	return node;
 }
 
 unsigned tw__name_show_slow(struct tw_names *n, tw_id id, char *out)
