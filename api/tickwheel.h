@@ -674,8 +674,9 @@ TW_API void tw_engine_destroy(tw_engine *e);
  *
  * Return: TW_OK; -TW_EINVAL for NULL @e, @spec or @out, no callback,
  * unknown flags, TW_ON_WHEEL_THREAD with TW_CONCURRENT, a cron expression
- * with a period, a first_due_ns with a delay_ms that is not 0, or a name
- * longer than TW_NAME_MAX or with a byte outside 0x20-0x7e; -TW_ERANGE for
+ * with a period, a first_due_ns with a delay_ms that is not 0, a name
+ * longer than TW_NAME_MAX or with a byte outside 0x20-0x7e, or a named task's
+ * misfire that is no TW_MISFIRE_* value; -TW_ERANGE for
  * a delay above TW_MAX_DELAY_MS (TW_NEVER excepted), a period above it, or
  * a first_due_ns more than TW_MAX_DELAY_MS ahead; -TW_ESYNTAX or
  * -TW_ENOZONE for a cron expression tw_cron_parse refuses, -TW_ENOMATCH for

@@ -426,3 +426,24 @@ Test(snapshot, a_callback_may_snapshot_its_own_engine)
 	tw_engine_destroy(b);
 	tmpdir_remove(&t);
 }
+
+Test(snapshot, a_misfire_policy_is_checked_and_kept_with_the_name)
+{
+	uint64_t s;
+	tw_engine *e = engine_at(WALL0, 0, &s);
+	struct counts c = { 0 };
+	tw_task_spec spec = spec_of(100, 0, count_callback, &c);
+	spec.name = "job";
+	spec.misfire = TW_MISFIRE_SKIP + 1;
+	tw_id id = 0;
+	cr_assert_eq(tw_add(e, &spec, &id), -TW_EINVAL);
+	spec.misfire = TW_MISFIRE_SKIP;
+	id = add_spec(e, &spec);
+	cr_assert_eq(info_of(e, id).misfire, TW_MISFIRE_SKIP);
+	/* Without a name it is not read: nothing restores the task. */
+	spec.name = NULL;
+	spec.misfire = 7;
+	id = add_spec(e, &spec);
+	cr_assert_eq(info_of(e, id).misfire, 0);
+	tw_engine_destroy(e);
+}
