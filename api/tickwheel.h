@@ -516,8 +516,9 @@ typedef int (*tw_metrics_writer)(void *ctx, const char *data, size_t len);
  *    than the library's own gets the defaults for the fields it lacks (zero,
  *    or tw_config_init's values); a longer one is accepted only if every
  *    byte the library does not know is zero, else -TW_EINVAL;
- *  - a struct the library fills (tw_task_info, tw_engine_stats, and the
- *    tw_task_info that tw_list hands its visitor) is filled up to the
+ *  - a struct the library fills (tw_task_info, tw_engine_stats,
+ *    tw_restore_result, and the tw_task_info that tw_list hands its
+ *    visitor) is filled up to the
  *    caller's size; bytes past the library's own size are zeroed.
  * So a program built against an older header keeps working with a newer
  * library of the same major version. Initialize structs you hand in with
@@ -1041,8 +1042,9 @@ typedef struct {
  * when the task ends, or by tw_restore itself if the restore fails.
  * TW_RESOLVE_DECLINE declines the task (nothing of out is read). A negative
  * TW_E* code stops the restore: tw_restore returns it, having added nothing
- * (and released what was accepted). It must not call tw_restore or
- * tw_snapshot on the engine; other calls are fine.
+ * (and released what was accepted); any other value stops it with
+ * -TW_EINVAL, that task not handed over. It may call any function (a task
+ * it adds with a name of the file makes the restore fail with -TW_EEXIST).
  */
 typedef int (*tw_resolver)(const tw_snapshot_task *task, void *ctx, tw_resolved *out);
 
