@@ -101,6 +101,7 @@ void tw__engine_free(struct tw_engine *e)
 	tw__fork_unwatch(e);
 	/* Reaped slots go back to the table from call_rcu callbacks. */
 	urcu_memb_barrier();
+	HANDOVER_ACQUIRE(&e->table); /* their writes: TSan does not see the barrier order them */
 	tw__table_fini(&e->table);
 	tw__calendar_fini(e);
 	tw__names_fini(&e->names);

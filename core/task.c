@@ -173,6 +173,7 @@ void tw__table_give_back(struct task_table *t, struct tw_task *task)
 		t->free_head = id_index(id) + 1;
 	}
 	pthread_mutex_unlock(&t->lock);
+	HANDOVER_RELEASE(t); /* to tw__engine_free, past urcu_memb_barrier (unseen by TSan) */
 }
 
 struct tw_task *tw__table_slot(struct task_table *t, tw_id id)
