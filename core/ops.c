@@ -202,8 +202,12 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	if (name) /* now that claims see the task live (until then, its name is being added) */
 		tw__name_bind(&e->names, name, id);
 
+	/* Found (tw_find, tw_list) and ended by another thread before this lock, it was mailed
+	 * by its end, and may be reaped by now (a short retain_ms): mail only a live one. */
 	tw__task_lock(task);
-	bool wake = tw__task_mail(e, task);
+	bool wake = atomic_load_explicit(&task->id, memory_order_relaxed) == id &&
+		    atomic_load_explicit(&task->state, memory_order_relaxed) <= TW_PAUSED &&
+		    tw__task_mail(e, task);
 	tw__task_unlock(task);
 	if (wake)
 		tw__engine_wake(e);
