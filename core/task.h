@@ -68,7 +68,6 @@ struct tw_task {
 			tw_id id; /* the id it had: its index and generation */
 		} reaped;
 		struct {
-			uint32_t next_free;  /* free: list link, slot index + 1 */
 			uint32_t generation; /* of the slot's last id, 0 = never used */
 		} free;
 	};
@@ -399,13 +398,26 @@ struct task_dir {
 	struct tw_task *_Atomic chunk[]; /* each TABLE_CHUNK_SLOTS tasks, then their other parts */
 };
 
+/* A chunk's free slots (given back, not taken again), a bit each: task.c. */
+struct chunk_free {
+	uint64_t bits[(TABLE_CHUNK_SLOTS + 63) / 64];
+	uint32_t count;
+	uint32_t first_word; /* the bits below it are all 0 */
+};
+
 struct task_table {
 	struct task_dir *dir; /* RCU-protected; read by every operation */
 	/* Written by every add and every slot given back: on a line of their own,
 	 * so that the lookups' line stays shared in every reader's cache. */
-	pthread_mutex_t lock __attribute__((aligned(64))); /* allocation, free list, growth */
-	uint32_t free_head;                                /* slot index + 1, 0 = empty */
+	pthread_mutex_t lock __attribute__((aligned(64))); /* allocation, free slots, growth */
 	uint32_t used;                                     /* slots ever handed out */
+	uint32_t free_slots;                               /* given back, not taken again */
+	/* Under the lock: per chunk, its free slots, and a bit per chunk that has some. Only
+	 * the table's mutators read them, so they grow without RCU. */
+	struct chunk_free *free;
+	uint64_t *chunks_with_free;
+	size_t free_capacity;   /* chunks the two have room for */
+	size_t first_free_word; /* the words of chunks_with_free below it are all 0 */
 };
 
 int tw__table_init(struct task_table *t);
