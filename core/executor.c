@@ -162,6 +162,7 @@ static void run_releases(struct executor *x)
 	struct cds_wfcq_node *node;
 	if (cds_wfcq_empty(&x->releases_head, &x->releases_tail))
 		return;
+	x->last_end_ns = 0; /* user code runs: the next run reads the clock */
 	while ((node = __cds_wfcq_dequeue_nonblocking(&x->releases_head, &x->releases_tail)) &&
 	       node != CDS_WFCQ_WOULDBLOCK) {
 		struct tw_task *task = caa_container_of(node, struct tw_task, to_release);
@@ -188,6 +189,7 @@ void tw__run_on_wheel_thread(struct tw_engine *e, struct firing *f)
 	struct executor *runner = wheel_runner(e);
 	executing_for = e;
 	executing_on = runner;
+	runner->last_end_ns = 0; /* the wheel thread did its own work since its last run */
 	run_firing(runner, f);
 	executing_for = NULL;
 	executing_on = NULL;
@@ -231,6 +233,7 @@ static void *executor_main(void *arg)
 			}
 			continue;
 		}
+		x->last_end_ns = 0; /* nothing to run: it will not go straight on */
 		if (atomic_load(&x->quit) && idle(x))
 			break;
 		atomic_store(&x->sleeping, true);

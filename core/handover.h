@@ -54,6 +54,9 @@ struct executor {
 	_Atomic uint64_t done;         /* firings and release calls it finished, its own or taken */
 	uint64_t tail_seen;            /* tail when last read: firings up to it are there */
 	_Atomic uint64_t run_start_ns; /* of the run going on; 0: none */
+	/* Its thread's: when its last run ended, while it goes straight on to the next; 0 once
+	 * it did anything else (run_firing). */
+	uint64_t last_end_ns;
 	_Atomic(struct tw_task *) run_task;            /* that run's task */
 	_Atomic uint64_t failures, slow_runs, dropped; /* runs: the lateness buckets' sum */
 	_Atomic uint64_t busy_ns;                      /* in callbacks, ever */
