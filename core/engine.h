@@ -50,8 +50,11 @@ struct tw_engine {
 	/* mail taken from the mailbox and not yet read: at most MAIL_PER_ROUND a round */
 	struct __cds_wfcq_head backlog_head;
 	struct cds_wfcq_tail backlog_tail;
-	uint64_t reap_tick;         /* the latest tick an ended task is filed at for reaping */
-	uint32_t reaps_in_tick;     /* and how many are filed there (REAPS_PER_TICK at most) */
+	uint64_t reap_tick;     /* the latest tick an ended task is filed at for reaping */
+	uint32_t reaps_in_tick; /* and how many are filed there (REAPS_PER_TICK at most) */
+	/* Real clock: a tick no task taken in this round ended after, unless it noted its end
+	 * (task_note_end_tick); the wheel may lag the clock after a sleep. 0: wheel_now. */
+	uint64_t take_in_tick;
 	uint64_t ready_count;       /* tasks in the ready list */
 	uint64_t ready_owed;        /* manual clock: of those, at its head, the ones due by the last
 			      * tw_advance (the rest came due after it: they wait for the next) */

@@ -132,6 +132,11 @@ void tw__executor_push_release(struct executor *x, struct tw_task *task);
  * when the wheel thread must be woken once the lock is dropped (tw__task_mail). */
 __attribute__((warn_unused_result)) bool tw__executor_mail_ended(struct executor *x,
 								 struct tw_task *task);
+/* Wheel thread, after publishing sleeps_until: whether x's ring holds ended tasks. */
+bool tw__executor_ended_waiting(struct executor *x);
+/* Lock held: ended task `task` was mailed while the wheel thread sleeps until tick `until`
+ * (not 0): whether this caller is to wake it (then it claimed the wake-up). */
+bool tw__wake_to_take_in(struct tw_engine *e, struct tw_task *task, uint64_t until);
 /* Wheel thread: takes in what executor x mailed; calls take on each, locked. */
 void tw__executor_take_ended(struct executor *x, void (*take)(struct tw_task *, void *), void *ctx);
 /* Wheel thread: wakes the executors that got firings since the last call. */

@@ -383,6 +383,7 @@ void tw__task_end(struct end_counts *counts, struct tw_task *task, uint8_t from,
 {
 	TASK_LOCKED(task);
 	atomic_store_explicit(&task->state, end, memory_order_relaxed);
+	task->delay_pending = false; /* its delay may now keep its end (task_note_end_tick) */
 	if (shared)
 		atomic_fetch_sub_explicit(&counts->in_state[from], 1, memory_order_relaxed);
 	else

@@ -81,7 +81,7 @@ struct tw_task {
 	uint8_t filing : 2;    /* enum task_filing; under lock, these bits */
 	bool mailed : 1;
 	bool released : 1;
-	bool delay_pending : 1;  /* set_delay while paused */
+	bool delay_pending : 1;  /* set_delay while paused; released: task_note_end_tick */
 	bool release_queued : 1; /* an executor has yet to call release */
 	bool skipped : 1;        /* skipped_since_run is not 0 */
 	bool rerun : 1;          /* a firing came due during its own run: runs after it */
@@ -372,6 +372,28 @@ static inline void task_set_delay_ms(struct tw_task *task, uint64_t ms)
 	task_cold(task)->delay_hi = ms == TW_NEVER     ? UINT16_MAX :
 				    ms == DELAY_AT_DUE ? UINT16_MAX - 1 :
 							 (uint16_t)(ms >> 31);
+}
+
+/*
+ * Lock held, a released task: nothing reads its delay once it ended, so delay_ms keeps the
+ * tick it ended at (mod 2^32; delay_pending says it is kept) when the wheel thread takes it
+ * in later than that, so that it is kept retain_ms from its end.
+ */
+enum { END_TICK_SPAN = 1 << 30 }; /* ticks between the end and its taking in, at most */
+
+static inline void task_note_end_tick(struct tw_task *task, uint64_t tick)
+{
+	task->delay_ms = (uint32_t)tick;
+	task->delay_pending = true;
+}
+
+/* The tick the task ended at, as noted, near tick `now`; else `now`. */
+static inline uint64_t task_end_tick(const struct tw_task *task, uint64_t now)
+{
+	if (!task->delay_pending)
+		return now;
+	int32_t ahead = (int32_t)(task->delay_ms - (uint32_t)now);
+	return ahead < 0 && (uint64_t) - (int64_t)ahead > now ? 0 : now + (uint64_t)(int64_t)ahead;
 }
 
 /* Ids: slot index in the low 32 bits, the slot's generation (>= 1) above. */

@@ -146,7 +146,13 @@ static inline __attribute__((always_inline)) void reconcile(struct tw_engine *e,
 									     TW_MAX_DELAY_MS;
 			if (task->filing == FILED_READY)
 				ready_remove(e, task);
-			uint64_t tick = wheel_now(&e->wheel) + keep + 1;
+			/* from its end, which it noted if it was taken in late */
+			uint64_t now = wheel_now(&e->wheel);
+			uint64_t ended =
+				task_end_tick(task, e->take_in_tick > now ? e->take_in_tick : now);
+			uint64_t tick = ended + keep + 1;
+			if (tick <= now)
+				tick = now + 1;
 			file_task(e, task, e->cfg.manual_clock ? tick : reaping_tick(e, tick),
 				  FILED_REAP);
 		}
@@ -664,14 +670,20 @@ static int arm_for_next(struct tw_engine *e, uint64_t *armed, uint64_t *until)
 	return ms_until(e, next);
 }
 
-/* Real clock: says the tick it will sleep until to the mailers (tw__task_mail), then
- * whether it may sleep: not while mail waits, which may be due before that tick. */
+/* Real clock: says the tick it will sleep until to the mailers (tw__task_mail and the
+ * executors' rings of ended tasks), then whether it may sleep: not while mail waits, which
+ * may be due before that tick, nor while a ring holds ended tasks, whose executor counted
+ * on this look. */
 static bool may_sleep(struct tw_engine *e, uint64_t until)
 {
 	atomic_store_explicit(&e->sleeps_until, until ? until : 1, memory_order_seq_cst);
 	/* before the mailbox is looked at (liburcu's barrier: GCC's TSan refuses C11 fences) */
 	cmm_smp_mb();
-	if (cds_wfcq_empty(&e->mail_head, &e->mail_tail))
+	bool empty = cds_wfcq_empty(&e->mail_head, &e->mail_tail);
+	unsigned running = executors_running(e);
+	for (unsigned i = 0; empty && i < running; i++)
+		empty = !tw__executor_ended_waiting(&e->executors[i]);
+	if (empty)
 		return true;
 	atomic_store_explicit(&e->sleeps_until, 0, memory_order_relaxed);
 	return false;
@@ -757,6 +769,8 @@ static void *wheel_main(void *arg)
 		bool advancing = !e->cfg.manual_clock || asked != handled;
 		uint64_t target = advancing ? current_tick(e) : wheel_now(&e->wheel);
 		plan_round(e);
+		/* + 1: a task may end while the round reads its mail, on the next tick */
+		e->take_in_tick = e->cfg.manual_clock ? 0 : target + 1;
 		bool mail_read = read_mail(e, advancing);
 		if (!advancing && e->ready_owed) /* due by an advance, waiting for room */
 			hand_out_ready(e, target, e->ready_owed);
