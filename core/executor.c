@@ -232,9 +232,9 @@ static bool ahead_of_tick(struct executor *x, uint32_t signal, uint64_t *until)
 		return false;
 	}
 	x->woke_for_ns = at;
-	if (now >= at + SPIN_PAST_NS)
-		return true; /* busy until well past it: nothing to wait for */
 	bump(&x->prewakes);
+	if (now >= at + SPIN_PAST_NS)
+		return true; /* woke or was busy until well past it: nothing to wait for */
 	/* Its firing is in the ring before the wheel thread lets go of the task's lock, which an
 	 * executor taking it would wait for, yielding its CPU: the kick comes after. */
 	while (atomic_load_explicit(&x->signal, memory_order_acquire) == signal &&

@@ -75,7 +75,7 @@ struct executor {
 	uint64_t tail_seen;            /* tail when last read: firings up to it are there */
 	uint64_t wake_lead_ns;         /* how early it wakes for wake_at_ns (0: not yet set) */
 	uint64_t woke_for_ns;          /* the wake_at_ns it last woke for */
-	_Atomic uint64_t prewakes;     /* times it woke for wake_at_ns and polled its ring */
+	_Atomic uint64_t prewakes;     /* times it woke for a wake_at_ns (and polled, if in time) */
 	_Atomic uint64_t run_start_ns; /* of the run going on; 0: none */
 	_Atomic(struct tw_task *) run_task;            /* that run's task */
 	_Atomic uint64_t failures, slow_runs, dropped; /* runs: the lateness buckets' sum */

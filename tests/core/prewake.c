@@ -147,6 +147,43 @@ static void told_tick_follows_set_delay(void)
 	tw_engine_destroy(handle);
 }
 
+/* tw_cancel once the told executor has woken for the tick (it polls, or has backed off): no
+ * run starts after the cancel returns, whichever side of the tick the cancel lands. */
+static void cancel_while_the_executor_polls(void)
+{
+	tw_engine *handle;
+	struct tw_engine *e = engine_with_one_executor(&handle);
+	struct executor *x = &e->executors[0];
+	atomic_store(&runs, 0);
+	uint64_t started = 0;
+	int before_the_run = 0;
+	for (int round = 0; round < 5; round++) {
+		uint64_t woke = atomic_load(&x->prewakes);
+		tw_task_spec spec = { .delay_ms = 50, .callback = beat };
+		tw_id id;
+		expect(tw_add(handle, &spec, &id) == TW_OK, "tw_add");
+		/* Polled without sleeping: the executor wakes a fraction of a millisecond before
+		 * the tick. */
+		uint64_t limit = monotonic_ns() + 5000 * NS_PER_MS;
+		while (atomic_load(&x->prewakes) == woke && atomic_load(&runs) == started &&
+		       monotonic_ns() < limit)
+			;
+		expect(atomic_load(&x->prewakes) > woke || atomic_load(&runs) > started,
+		       "the executor wakes for the tick");
+		int rc = tw_cancel(handle, id);
+		expect(rc == TW_OK || rc == -TW_ESTATE, "tw_cancel: done, or the task had run");
+		tw_task_info info;
+		expect(tw_get(handle, id, &info) == TW_OK, "tw_get after the cancel");
+		started += info.runs;
+		before_the_run += info.runs == 0;
+		sleep_ms(100);
+		expect(atomic_load(&runs) == started, "no run starts after tw_cancel returned");
+	}
+	expect(atomic_load(&early_runs) == 0, "no run before its due");
+	printf("prewake: %d of 5 cancels came before the run\n", before_the_run);
+	tw_engine_destroy(handle);
+}
+
 /* A task on the wheel thread needs no executor: none is told. */
 static void nothing_told_for_a_wheel_thread_task(void)
 {
@@ -170,6 +207,7 @@ int main(void)
 	idle_executor_sleeps_again();
 	told_the_next_due_then_not_once_cancelled();
 	told_tick_follows_set_delay();
+	cancel_while_the_executor_polls();
 	nothing_told_for_a_wheel_thread_task();
 	if (failures)
 		fprintf(stderr, "prewake: %d failed\n", failures);
