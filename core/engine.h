@@ -44,6 +44,10 @@ struct tw_engine {
 	 * early_tick_ns - wake_lead_ns) and the thread spins the rest: early_tick_ns, 0 when
 	 * armed on the tick itself (wheel_thread.c, arm_for_next) */
 	uint64_t early_tick_ns, wake_lead_ns;
+	/* and tells the executor that will likely get that tick's first firing to wake for it
+	 * too (its wake_at_ns): which, and the time it was told; NULL and 0 when none was */
+	struct executor *prewoken;
+	uint64_t prewake_ns;
 	struct firing wheel_run; /* a TW_ON_WHEEL_THREAD firing to run once the task is unlocked */
 	bool wheel_run_pending;
 	struct tw_task *ready_head, *ready_tail; /* due, not yet handed out: FIFO */
@@ -94,6 +98,7 @@ struct tw_engine {
 	_Atomic uint64_t wakeups, skipped_overlap, skipped_overload, skipped_missed, stuck_runs;
 	_Atomic uint64_t wheel_busy_ns; /* in rounds, from waking up to waiting again */
 	_Atomic uint64_t over_budget_runs, moved_off_wheel; /* TW_ON_WHEEL_THREAD's guard */
+	_Atomic int wheel_cpu; /* the CPU it armed its early wake-up on, or woke early on */
 	struct end_counts wheel_ends;
 	/* firings taken out of the rings by a stop, not by an executor (added to done) */
 	_Atomic uint64_t stop_done;
