@@ -87,6 +87,8 @@ static inline uint64_t monotonic_ns(void)
 
 /* futex.c: sleeps while *word == expected (timeout NULL: no limit); wakes its sleepers. */
 void tw__futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct timespec *timeout);
+/* The same until CLOCK_MONOTONIC reads deadline_ns; true when it woke for that. */
+bool tw__futex_wait_until(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline_ns);
 void tw__futex_wake_all(_Atomic uint32_t *word);
 
 /* A system call's error for the log (futex.c). */

@@ -44,14 +44,21 @@ struct tw_engine {
 	 * early_tick_ns - wake_lead_ns) and the thread spins the rest: early_tick_ns, 0 when
 	 * armed on the tick itself (wheel_thread.c, arm_for_next) */
 	uint64_t early_tick_ns, wake_lead_ns;
+	/* and tells the executor that will likely get that tick's first firing to wake for it
+	 * too (its wake_at_ns): which, and the time it was told; NULL and 0 when none was */
+	struct executor *prewoken;
+	uint64_t prewake_ns;
 	struct firing wheel_run; /* a TW_ON_WHEEL_THREAD firing to run once the task is unlocked */
 	bool wheel_run_pending;
 	struct tw_task *ready_head, *ready_tail; /* due, not yet handed out: FIFO */
 	/* mail taken from the mailbox and not yet read: at most MAIL_PER_ROUND a round */
 	struct __cds_wfcq_head backlog_head;
 	struct cds_wfcq_tail backlog_tail;
-	uint64_t reap_tick;         /* the latest tick an ended task is filed at for reaping */
-	uint32_t reaps_in_tick;     /* and how many are filed there (REAPS_PER_TICK at most) */
+	uint64_t reap_tick;     /* the latest tick an ended task is filed at for reaping */
+	uint32_t reaps_in_tick; /* and how many are filed there (REAPS_PER_TICK at most) */
+	/* Real clock: a tick no task taken in this round ended after, unless it noted its end
+	 * (task_note_end_tick); the wheel may lag the clock after a sleep. 0: wheel_now. */
+	uint64_t take_in_tick;
 	uint64_t ready_count;       /* tasks in the ready list */
 	uint64_t ready_owed;        /* manual clock: of those, at its head, the ones due by the last
 			      * tw_advance (the rest came due after it: they wait for the next) */
@@ -91,6 +98,7 @@ struct tw_engine {
 	_Atomic uint64_t wakeups, skipped_overlap, skipped_overload, skipped_missed, stuck_runs;
 	_Atomic uint64_t wheel_busy_ns; /* in rounds, from waking up to waiting again */
 	_Atomic uint64_t over_budget_runs, moved_off_wheel; /* TW_ON_WHEEL_THREAD's guard */
+	_Atomic int wheel_cpu; /* the CPU it armed its early wake-up on, or woke early on */
 	struct end_counts wheel_ends;
 	/* firings taken out of the rings by a stop, not by an executor (added to done) */
 	_Atomic uint64_t stop_done;

@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -162,6 +163,7 @@ static void run_releases(struct executor *x)
 	struct cds_wfcq_node *node;
 	if (cds_wfcq_empty(&x->releases_head, &x->releases_tail))
 		return;
+	x->last_end_ns = 0; /* user code runs: the next run reads the clock */
 	while ((node = __cds_wfcq_dequeue_nonblocking(&x->releases_head, &x->releases_tail)) &&
 	       node != CDS_WFCQ_WOULDBLOCK) {
 		struct tw_task *task = caa_container_of(node, struct tw_task, to_release);
@@ -188,6 +190,7 @@ void tw__run_on_wheel_thread(struct tw_engine *e, struct firing *f)
 	struct executor *runner = wheel_runner(e);
 	executing_for = e;
 	executing_on = runner;
+	runner->last_end_ns = 0; /* the wheel thread did its own work since its last run */
 	run_firing(runner, f);
 	executing_for = NULL;
 	executing_on = NULL;
@@ -197,6 +200,72 @@ void tw__run_on_wheel_thread(struct tw_engine *e, struct firing *f)
 static bool idle(struct executor *x)
 {
 	return !tw__executor_queued(x) && cds_wfcq_empty(&x->releases_head, &x->releases_tail);
+}
+
+/*
+ * The wheel thread told x the tick its next firing is likely at (wake_at_ns: wheel_thread.c,
+ * plan_prewake). True once x woke for it: from wake_lead_ns before the tick it polled its
+ * ring until a firing came, or the wheel thread, done with the tick, told it another time
+ * (the firing went elsewhere, or the task was cancelled or moved meanwhile), or SPIN_PAST_NS
+ * after the tick (the wheel thread is held up itself); then x goes back to sleep. Else *until
+ * is when to wake for it (0: no tick to wake for).
+ */
+enum { SPIN_PAST_NS = 100000 };
+
+/* Whether an executor spinning for the tick would hold up the wheel thread that brings its
+ * firing: the wheel thread's timer wakes it on the CPU it armed it on, where it may well
+ * have to wait for this thread's spin to end, the other CPUs being busy. */
+static bool in_wheel_way(struct tw_engine *e)
+{
+	return atomic_load_explicit(&e->wheel_cpu, memory_order_relaxed) == sched_getcpu();
+}
+
+static bool ahead_of_tick(struct executor *x, uint32_t signal, uint64_t *until)
+{
+	uint64_t at = atomic_load_explicit(&x->wake_at_ns, memory_order_acquire);
+	*until = 0;
+	if (!at || at == x->woke_for_ns)
+		return false;
+	if (!x->wake_lead_ns)
+		x->wake_lead_ns = START_WAKE_LEAD_NS;
+	uint64_t from = at > x->wake_lead_ns ? at - x->wake_lead_ns : 0, now = monotonic_ns();
+	if (now < from) {
+		*until = from;
+		return false;
+	}
+	x->woke_for_ns = at;
+	bump(&x->prewakes);
+	if (now >= at + SPIN_PAST_NS)
+		return true; /* woke or was busy until well past it: nothing to wait for */
+	/* Its firing is in the ring before the wheel thread lets go of the task's lock, which an
+	 * executor taking it would wait for, yielding its CPU: the kick comes after. */
+	while (atomic_load_explicit(&x->signal, memory_order_acquire) == signal &&
+	       !atomic_load_explicit(&x->quit, memory_order_relaxed) &&
+	       atomic_load_explicit(&x->wake_at_ns, memory_order_relaxed) == at &&
+	       now < at + SPIN_PAST_NS && !in_wheel_way(x->engine)) {
+		caa_cpu_relax();
+		now = monotonic_ns();
+	}
+	return true;
+}
+
+/* Sleeps while x's signal is still signal, until the time given if not 0; a wake-up by that
+ * time teaches x how early to arm the next. The timer's slack, which the kernel may add to the
+ * time, is set to the least around the sleep alone: callbacks keep the thread's own. */
+static void sleep_until(struct executor *x, uint32_t signal, uint64_t until)
+{
+	if (!until) {
+		tw__futex_wait(&x->signal, signal, NULL);
+		return;
+	}
+	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	(void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* a refusal costs precision alone */
+	bool timed_out = tw__futex_wait_until(&x->signal, signal, until);
+	uint64_t now = monotonic_ns();
+	if (slack > 0)
+		(void)prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
+	if (timed_out)
+		x->wake_lead_ns = wake_lead_next(x->wake_lead_ns, now > until ? now - until : 0);
 }
 
 static void pin(struct executor *x)
@@ -231,11 +300,15 @@ static void *executor_main(void *arg)
 			}
 			continue;
 		}
+		x->last_end_ns = 0; /* nothing to run: it will not go straight on */
 		if (atomic_load(&x->quit) && idle(x))
 			break;
+		uint64_t until;
+		if (ahead_of_tick(x, signal, &until))
+			continue;
 		atomic_store(&x->sleeping, true);
 		if (idle(x) && !atomic_load(&x->quit))
-			tw__futex_wait(&x->signal, signal, NULL);
+			sleep_until(x, signal, until);
 		atomic_store(&x->sleeping, false);
 	}
 	if (x->abandoned)

@@ -66,9 +66,10 @@ void tw__executor_push_release(struct executor *x, struct tw_task *task)
  * One-shots end at the rate they fire: mailing each through the engine's
  * mailbox made both executors write its tail, and the wheel thread chase a
  * list through the tasks, one cache miss after another. An array can be read
- * ahead. The wheel thread is woken when the ring was empty; the seq_cst pair
- * (tail here, head in tw__executor_take_ended) makes sure that either this sees
- * the ring taken in up to the new task, and wakes it, or it sees the task.
+ * ahead. The wheel thread looks at the rings before it sleeps (may_sleep), and
+ * each round it is awake; a sleeping one is woken only if it would take the
+ * task in too late (tw__wake_to_take_in). The seq_cst pair (tail here, sleeps_until
+ * in may_sleep) makes sure that either this sees it asleep, or it sees the task.
  */
 bool tw__executor_mail_ended(struct executor *x, struct tw_task *task)
 {
@@ -85,8 +86,20 @@ bool tw__executor_mail_ended(struct executor *x, struct tw_task *task)
 	x->ended[tail & (ENDED_RING - 1)] = task;
 	HANDOVER_RELEASE(task);
 	atomic_store_explicit(&x->ended_tail, tail + 1, memory_order_seq_cst);
-	x->ended_head_seen = atomic_load_explicit(&x->ended_head, memory_order_seq_cst);
-	return x->ended_head_seen == tail;
+	if (x->engine->cfg.manual_clock) {
+		/* Takes the ring in at once, as its time stands still: a tw_advance after this
+		 * counts the task's keeping from its end. Woken when the ring was empty. */
+		x->ended_head_seen = atomic_load_explicit(&x->ended_head, memory_order_seq_cst);
+		return x->ended_head_seen == tail;
+	}
+	uint64_t until = atomic_load_explicit(&x->engine->sleeps_until, memory_order_seq_cst);
+	return until && tw__wake_to_take_in(x->engine, task, until);
+}
+
+bool tw__executor_ended_waiting(struct executor *x)
+{
+	return atomic_load_explicit(&x->ended_tail, memory_order_seq_cst) !=
+	       atomic_load_explicit(&x->ended_head, memory_order_relaxed);
 }
 
 void tw__executor_take_ended(struct executor *x, void (*take)(struct tw_task *, void *), void *ctx)
@@ -127,23 +140,54 @@ void tw__executors_kick(struct tw_engine *e)
 
 /*
  * The wheel thread is woken only when it must act before the tick it sleeps
- * until (sleeps_until, 0 while it is awake): for a due before that tick, or
- * to reap an ended task. A due at or after it waits in the mailbox for that
- * wake-up, which takes the mailbox in before it expires the tick. The wheel
- * thread publishes the tick and then looks at the mailbox; a mailer queues and
- * then reads the tick (both orders seq_cst): either the wheel thread sees the
- * mail, or the mailer sees the tick. One mailer per sleep writes the eventfd:
- * the one that swaps the tick for 0.
+ * until (sleeps_until, 0 while it is awake): for a due before that tick, or to
+ * take in an ended task that it would otherwise take in too late to reap it
+ * retain_ms after its end (a request timeout cancelled while the wheel thread
+ * sleeps until a due 30 s ahead wakes it once per retain_ms, not once per
+ * cancel: the next cancels find it armed for that first one's reaping). A due at or after
+ * it, a pause, or a task left without a due waits in the mailbox for that
+ * wake-up, which takes the mailbox in before it expires the tick, where the
+ * task is looked at anyway. The wheel thread publishes the tick and then looks
+ * at the mailbox; a mailer queues and then reads the tick (both orders
+ * seq_cst): either the wheel thread sees the mail, or the mailer sees the tick.
+ * One mailer per sleep writes the eventfd: the one that swaps the tick for 0.
  */
+enum { TAKE_IN_TICKS = 4 };
+
+static bool claim_wake(struct tw_engine *e, uint64_t until)
+{
+	return atomic_compare_exchange_strong_explicit(&e->sleeps_until, &until, 0,
+						       memory_order_seq_cst, memory_order_relaxed);
+}
+
+/* Ended task `task` was mailed while the wheel thread sleeps until tick `until`: whether
+ * this caller is to wake it. Not if it wakes in time to keep the task retain_ms from now:
+ * then the task keeps the tick it ended at. The clock is read only here, off the path of a
+ * thread that is awake. */
+bool tw__wake_to_take_in(struct tw_engine *e, struct tw_task *task, uint64_t until)
+{
+	TASK_LOCKED(task);
+	uint64_t now_tick = tw__engine_tick_of(e, tw__engine_now_ns(e));
+	if (until <= now_tick + TAKE_IN_TICKS)
+		return false;
+	/* the tick it is to be reaped at (reconcile), or sooner */
+	if (e->cfg.retain_ms <= END_TICK_SPAN && until <= now_tick + e->cfg.retain_ms + 1) {
+		task_note_end_tick(task, now_tick);
+		return false;
+	}
+	return claim_wake(e, until);
+}
+
 /* The wheel thread sleeps until tick `until`: whether this caller is to wake it. */
 static __attribute__((noinline)) bool wake_for(struct tw_engine *e, struct tw_task *task,
 					       uint64_t until)
 {
 	uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
-	if (task_wants_due(task, due) && tw__engine_tick_of(e, due) >= until)
-		return false;
-	return atomic_compare_exchange_strong_explicit(&e->sleeps_until, &until, 0,
-						       memory_order_seq_cst, memory_order_relaxed);
+	if (task_wants_due(task, due))
+		return tw__engine_tick_of(e, due) < until && claim_wake(e, until);
+	if (!task->released)
+		return false; /* filed at or after `until`, where the wheel drops it */
+	return tw__wake_to_take_in(e, task, until);
 }
 
 bool tw__task_mail(struct tw_engine *e, struct tw_task *task)

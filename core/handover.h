@@ -11,6 +11,26 @@
 /* A firing waits this long behind its executor's run before another executor takes it. */
 #define HOLD_NS NS_PER_MS
 
+/*
+ * A thread that slept long wakes late: its CPU left its idle state and its caches went cold.
+ * The wheel thread, and an executor told of the tick its next firing is likely at, arm their
+ * wake-up that much early (the lead) and spin the rest. The lead follows how late such
+ * wake-ups come (a moving average, 1/8 per wake-up, plus WAKE_MARGIN_NS), at most
+ * MAX_WAKE_LEAD_NS, so the spin costs at most that per long sleep.
+ */
+enum {
+	START_WAKE_LEAD_NS = 50000,
+	WAKE_MARGIN_NS = 10000,
+	MAX_WAKE_LEAD_NS = 200000,
+};
+
+/* The lead after a wake-up armed lead early came late_ns after it was armed for. */
+static inline uint64_t wake_lead_next(uint64_t lead, uint64_t late_ns)
+{
+	uint64_t next = lead - lead / 8 + (late_ns + WAKE_MARGIN_NS) / 8;
+	return next < MAX_WAKE_LEAD_NS ? next : MAX_WAKE_LEAD_NS;
+}
+
 /* A firing in a ring: one producer, the wheel thread; many consumers, the owner and the
  * executors that take firings held up behind its run (they claim a slot by moving head), so
  * a slot may be read while the producer reuses it: the claim then fails, and the copy is
@@ -53,7 +73,13 @@ struct executor {
 	_Atomic uint64_t head __attribute__((aligned(64)));
 	_Atomic uint64_t done;         /* firings and release calls it finished, its own or taken */
 	uint64_t tail_seen;            /* tail when last read: firings up to it are there */
+	uint64_t wake_lead_ns;         /* how early it wakes for wake_at_ns (0: not yet set) */
+	uint64_t woke_for_ns;          /* the wake_at_ns it last woke for */
+	_Atomic uint64_t prewakes;     /* times it woke for a wake_at_ns (and polled, if in time) */
 	_Atomic uint64_t run_start_ns; /* of the run going on; 0: none */
+	/* Its thread's: when its last run ended, while it goes straight on to the next; 0 once
+	 * it did anything else (run_firing). */
+	uint64_t last_end_ns;
 	_Atomic(struct tw_task *) run_task;            /* that run's task */
 	_Atomic uint64_t failures, slow_runs, dropped; /* runs: the lateness buckets' sum */
 	_Atomic uint64_t busy_ns;                      /* in callbacks, ever */
@@ -73,6 +99,9 @@ struct executor {
 	_Atomic bool sleeping;
 	_Atomic bool quit;
 	_Atomic bool help; /* the watch saw firings held up: look at the others' rings */
+	/* The wheel thread's: the time of the tick it will likely hand this executor a firing
+	 * at, after a long sleep (0: none); the executor wakes for it on its own timer. */
+	_Atomic uint64_t wake_at_ns;
 	struct cds_wfcq_head releases_head; /* tasks whose release to call */
 	struct cds_wfcq_tail releases_tail;
 };
@@ -129,6 +158,11 @@ void tw__executor_push_release(struct executor *x, struct tw_task *task);
  * when the wheel thread must be woken once the lock is dropped (tw__task_mail). */
 __attribute__((warn_unused_result)) bool tw__executor_mail_ended(struct executor *x,
 								 struct tw_task *task);
+/* Wheel thread, after publishing sleeps_until: whether x's ring holds ended tasks. */
+bool tw__executor_ended_waiting(struct executor *x);
+/* Lock held: ended task `task` was mailed while the wheel thread sleeps until tick `until`
+ * (not 0): whether this caller is to wake it (then it claimed the wake-up). */
+bool tw__wake_to_take_in(struct tw_engine *e, struct tw_task *task, uint64_t until);
 /* Wheel thread: takes in what executor x mailed; calls take on each, locked. */
 void tw__executor_take_ended(struct executor *x, void (*take)(struct tw_task *, void *), void *ctx);
 /* Wheel thread: wakes the executors that got firings since the last call. */

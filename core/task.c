@@ -14,6 +14,13 @@
  * A live slot's index and generation are in its id; a reaped one keeps its
  * id in reaped.id until it is given back, a free one its generation in
  * free.generation until it is taken.
+ *
+ * Free slots are handed out lowest address first, from a bitmap per chunk,
+ * not from a list in the order they were given back: the slots of tasks that
+ * ended in random order are scattered, and a list would make each add touch
+ * a cold line in a random place (three, with the slot's mail link and cold
+ * part). In address order, consecutive adds walk the chunks as the hardware
+ * prefetcher likes and share the mail links' and cold parts' lines.
  */
 #include "task.h"
 #include "alloc.h"
@@ -63,6 +70,10 @@ uint64_t tw__table_bytes(struct task_table *t)
 	uint64_t bytes = sizeof *d + d->capacity * sizeof d->chunk[0] +
 			 atomic_load_explicit(&d->chunks, memory_order_acquire) * TABLE_CHUNK_BYTES;
 	read_section_end();
+	pthread_mutex_lock(&t->lock);
+	bytes += t->free_capacity * sizeof *t->free +
+		 t->free_capacity / 64 * sizeof *t->chunks_with_free;
+	pthread_mutex_unlock(&t->lock);
 	return bytes;
 }
 
@@ -75,6 +86,8 @@ void tw__table_fini(struct task_table *t)
 		tw__free_aligned(atomic_load(&t->dir->chunk[i]), TABLE_CHUNK_BYTES,
 				 TABLE_CHUNK_ALIGN);
 	dir_free(t->dir);
+	tw__free(t->free, t->free_capacity * sizeof *t->free);
+	tw__free(t->chunks_with_free, t->free_capacity / 64 * sizeof *t->chunks_with_free);
 	pthread_mutex_destroy(&t->lock);
 }
 
@@ -95,6 +108,35 @@ static void populate(void *chunk, size_t bytes)
 #endif
 }
 
+/* Lock held: room in the free-slot maps for chunk number `chunks`. */
+static int free_maps_reserve(struct task_table *t, size_t chunks)
+{
+	if (chunks < t->free_capacity)
+		return TW_OK;
+	size_t capacity = t->free_capacity ? t->free_capacity * 2 : 64; /* a multiple of 64 */
+	struct chunk_free *free = tw__alloc(capacity * sizeof *free);
+	uint64_t *with_free = tw__alloc(capacity / 64 * sizeof *with_free);
+	if (!free || !with_free) {
+		if (free)
+			tw__free(free, capacity * sizeof *free);
+		if (with_free)
+			tw__free(with_free, capacity / 64 * sizeof *with_free);
+		return -TW_ENOMEM;
+	}
+	memset(free, 0, capacity * sizeof *free);
+	memset(with_free, 0, capacity / 64 * sizeof *with_free);
+	if (t->free_capacity) {
+		memcpy(free, t->free, t->free_capacity * sizeof *free);
+		memcpy(with_free, t->chunks_with_free, t->free_capacity / 64 * sizeof *with_free);
+		tw__free(t->free, t->free_capacity * sizeof *free);
+		tw__free(t->chunks_with_free, t->free_capacity / 64 * sizeof *with_free);
+	}
+	t->free = free;
+	t->chunks_with_free = with_free;
+	t->free_capacity = capacity;
+	return TW_OK;
+}
+
 /* Adds one chunk; the lock is held. Old directories wait for a grace period. */
 static int grow(struct task_table *t)
 {
@@ -102,6 +144,9 @@ static int grow(struct task_table *t)
 	size_t chunks = atomic_load_explicit(&d->chunks, memory_order_relaxed);
 	if (chunks == (UINT32_MAX >> TABLE_CHUNK_BITS))
 		return -TW_ELIMIT;
+	int rc = free_maps_reserve(t, chunks);
+	if (rc)
+		return rc;
 	struct tw_task *chunk = tw__alloc_aligned(TABLE_CHUNK_BYTES, TABLE_CHUNK_ALIGN);
 	if (!chunk)
 		return -TW_ENOMEM;
@@ -137,14 +182,50 @@ static struct tw_task *slot_at(struct task_dir *d, uint32_t index)
 	return &chunk[index & TABLE_CHUNK_MASK];
 }
 
+/* Lock held, t->free_slots > 0: the free slot of lowest address, taken off the maps. */
+static uint32_t take_free_slot(struct task_table *t)
+{
+	size_t word = t->first_free_word;
+	while (!t->chunks_with_free[word])
+		word++;
+	t->first_free_word = word;
+	size_t c = word * 64 + (size_t)__builtin_ctzll(t->chunks_with_free[word]);
+	struct chunk_free *f = &t->free[c];
+	uint32_t w = f->first_word;
+	while (!f->bits[w])
+		w++;
+	f->first_word = w;
+	uint32_t bit = (uint32_t)__builtin_ctzll(f->bits[w]);
+	f->bits[w] &= f->bits[w] - 1;
+	if (--f->count == 0)
+		t->chunks_with_free[word] &= ~(UINT64_C(1) << (c % 64));
+	t->free_slots--;
+	return (uint32_t)c << TABLE_CHUNK_BITS | (w * 64 + bit);
+}
+
+/* Lock held: slot index is free again. */
+static void put_free_slot(struct task_table *t, uint32_t index)
+{
+	size_t c = index >> TABLE_CHUNK_BITS, word = c / 64;
+	uint32_t slot = index & TABLE_CHUNK_MASK, w = slot / 64;
+	struct chunk_free *f = &t->free[c];
+	f->bits[w] |= UINT64_C(1) << (slot % 64);
+	if (w < f->first_word)
+		f->first_word = w;
+	if (f->count++ == 0)
+		t->chunks_with_free[word] |= UINT64_C(1) << (c % 64);
+	if (word < t->first_free_word)
+		t->first_free_word = word;
+	t->free_slots++;
+}
+
 struct tw_task *tw__table_take(struct task_table *t, tw_id *id, int *error)
 {
 	struct tw_task *task = NULL;
 	pthread_mutex_lock(&t->lock);
-	if (t->free_head) {
-		uint32_t index = t->free_head - 1;
+	if (t->free_slots) {
+		uint32_t index = take_free_slot(t);
 		task = slot_at(t->dir, index);
-		t->free_head = task->free.next_free;
 		*id = make_id(task->free.generation + 1, index);
 	} else {
 		size_t room = atomic_load_explicit(&t->dir->chunks, memory_order_relaxed) *
@@ -168,9 +249,8 @@ void tw__table_give_back(struct task_table *t, struct tw_task *task)
 	pthread_mutex_lock(&t->lock);
 	/* A slot whose generations ran out is retired, so ids are never reused. */
 	if (id_generation(id) != UINT32_MAX) {
-		task->free.next_free = t->free_head;
 		task->free.generation = id_generation(id);
-		t->free_head = id_index(id) + 1;
+		put_free_slot(t, id_index(id));
 	}
 	pthread_mutex_unlock(&t->lock);
 	HANDOVER_RELEASE(t); /* to tw__engine_free, past urcu_memb_barrier (unseen by TSan) */
@@ -304,6 +384,7 @@ void tw__task_end(struct end_counts *counts, struct tw_task *task, uint8_t from,
 {
 	TASK_LOCKED(task);
 	atomic_store_explicit(&task->state, end, memory_order_relaxed);
+	task->delay_pending = false; /* its delay may now keep its end (task_note_end_tick) */
 	if (shared)
 		atomic_fetch_sub_explicit(&counts->in_state[from], 1, memory_order_relaxed);
 	else

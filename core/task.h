@@ -68,7 +68,6 @@ struct tw_task {
 			tw_id id; /* the id it had: its index and generation */
 		} reaped;
 		struct {
-			uint32_t next_free;  /* free: list link, slot index + 1 */
 			uint32_t generation; /* of the slot's last id, 0 = never used */
 		} free;
 	};
@@ -82,7 +81,7 @@ struct tw_task {
 	uint8_t filing : 2;    /* enum task_filing; under lock, these bits */
 	bool mailed : 1;
 	bool released : 1;
-	bool delay_pending : 1;  /* set_delay while paused */
+	bool delay_pending : 1;  /* set_delay while paused; released: task_note_end_tick */
 	bool release_queued : 1; /* an executor has yet to call release */
 	bool skipped : 1;        /* skipped_since_run is not 0 */
 	bool rerun : 1;          /* a firing came due during its own run: runs after it */
@@ -375,6 +374,28 @@ static inline void task_set_delay_ms(struct tw_task *task, uint64_t ms)
 							 (uint16_t)(ms >> 31);
 }
 
+/*
+ * Lock held, a released task: nothing reads its delay once it ended, so delay_ms keeps the
+ * tick it ended at (mod 2^32; delay_pending says it is kept) when the wheel thread takes it
+ * in later than that, so that it is kept retain_ms from its end.
+ */
+enum { END_TICK_SPAN = 1 << 30 }; /* ticks between the end and its taking in, at most */
+
+static inline void task_note_end_tick(struct tw_task *task, uint64_t tick)
+{
+	task->delay_ms = (uint32_t)tick;
+	task->delay_pending = true;
+}
+
+/* The tick the task ended at, as noted, near tick `now`; else `now`. */
+static inline uint64_t task_end_tick(const struct tw_task *task, uint64_t now)
+{
+	if (!task->delay_pending)
+		return now;
+	int32_t ahead = (int32_t)(task->delay_ms - (uint32_t)now);
+	return ahead < 0 && (uint64_t) - (int64_t)ahead > now ? 0 : now + (uint64_t)(int64_t)ahead;
+}
+
 /* Ids: slot index in the low 32 bits, the slot's generation (>= 1) above. */
 static inline uint32_t id_index(tw_id id)
 {
@@ -399,13 +420,26 @@ struct task_dir {
 	struct tw_task *_Atomic chunk[]; /* each TABLE_CHUNK_SLOTS tasks, then their other parts */
 };
 
+/* A chunk's free slots (given back, not taken again), a bit each: task.c. */
+struct chunk_free {
+	uint64_t bits[(TABLE_CHUNK_SLOTS + 63) / 64];
+	uint32_t count;
+	uint32_t first_word; /* the bits below it are all 0 */
+};
+
 struct task_table {
 	struct task_dir *dir; /* RCU-protected; read by every operation */
 	/* Written by every add and every slot given back: on a line of their own,
 	 * so that the lookups' line stays shared in every reader's cache. */
-	pthread_mutex_t lock __attribute__((aligned(64))); /* allocation, free list, growth */
-	uint32_t free_head;                                /* slot index + 1, 0 = empty */
+	pthread_mutex_t lock __attribute__((aligned(64))); /* allocation, free slots, growth */
 	uint32_t used;                                     /* slots ever handed out */
+	uint32_t free_slots;                               /* given back, not taken again */
+	/* Under the lock: per chunk, its free slots, and a bit per chunk that has some. Only
+	 * the table's mutators read them, so they grow without RCU. */
+	struct chunk_free *free;
+	uint64_t *chunks_with_free;
+	size_t free_capacity;   /* chunks the two have room for */
+	size_t first_free_word; /* the words of chunks_with_free below it are all 0 */
 };
 
 int tw__table_init(struct task_table *t);

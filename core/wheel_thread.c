@@ -146,7 +146,13 @@ static inline __attribute__((always_inline)) void reconcile(struct tw_engine *e,
 									     TW_MAX_DELAY_MS;
 			if (task->filing == FILED_READY)
 				ready_remove(e, task);
-			uint64_t tick = wheel_now(&e->wheel) + keep + 1;
+			/* from its end, which it noted if it was taken in late */
+			uint64_t now = wheel_now(&e->wheel);
+			uint64_t ended =
+				task_end_tick(task, e->take_in_tick > now ? e->take_in_tick : now);
+			uint64_t tick = ended + keep + 1;
+			if (tick <= now)
+				tick = now + 1;
 			file_task(e, task, e->cfg.manual_clock ? tick : reaping_tick(e, tick),
 				  FILED_REAP);
 		}
@@ -570,19 +576,12 @@ static uint64_t current_tick(struct tw_engine *e)
 #define ARM_FAILED (UINT64_MAX - 1)
 
 /*
- * A thread that slept long wakes late: the CPU left its idle state, its caches went cold,
- * and a lone task waited for that on top of the timer's own latency. So after a sleep of
+ * A lone task would wait for the wheel thread's late wake-up after a long sleep on top of
+ * the timer's own latency (handover.h, wake_lead_next). So after a sleep of
  * LONG_SLEEP_TICKS or more the timerfd is armed wake_lead_ns early, and the thread spins
- * until the tick (wait_for_work): the lead follows how late such wake-ups come (a moving
- * average, 1/8 per wake-up, plus WAKE_MARGIN_NS), at most MAX_WAKE_LEAD_NS, so the spin
- * costs at most that per long sleep. Nothing starts before its tick either way.
+ * until the tick (wait_for_work). Nothing starts before its tick either way.
  */
-enum {
-	LONG_SLEEP_TICKS = 10,
-	START_WAKE_LEAD_NS = 50000,
-	WAKE_MARGIN_NS = 10000,
-	MAX_WAKE_LEAD_NS = 200000,
-};
+enum { LONG_SLEEP_TICKS = 10 };
 
 /* Arms the timerfd for the tick (UINT64_MAX: disarms it), early by wake_lead_ns if early;
  * false if the kernel refused. */
@@ -610,14 +609,68 @@ static void spin_to_tick(struct tw_engine *e)
 {
 	uint64_t tick_ns = e->early_tick_ns, armed_ns = tick_ns - e->wake_lead_ns;
 	uint64_t now = monotonic_ns();
-	uint64_t late = now > armed_ns ? now - armed_ns : 0;
-	uint64_t lead = e->wake_lead_ns - e->wake_lead_ns / 8 + (late + WAKE_MARGIN_NS) / 8;
-	e->wake_lead_ns = lead < MAX_WAKE_LEAD_NS ? lead : MAX_WAKE_LEAD_NS;
+	e->wake_lead_ns = wake_lead_next(e->wake_lead_ns, now > armed_ns ? now - armed_ns : 0);
 	while (now < tick_ns) {
 		caa_cpu_relax();
 		now = monotonic_ns();
 	}
 	e->early_tick_ns = 0;
+}
+
+/*
+ * An executor woken by the wheel thread's futex wake-up after a long sleep comes late, and
+ * irregularly so, after the wheel thread's own wake-up. Told of the tick ahead (wake_at_ns),
+ * it wakes on its own timer, early by its own lead, while the wheel thread wakes on its
+ * timerfd, and polls its ring for the firing (executor.c, ahead_of_tick). The executor to tell
+ * is the one executor_for will choose for the first firing of the tick that is not for the
+ * wheel thread: executor 0 for a serial task (plan_round fills from it), the next in turn for
+ * a concurrent one. A guess that comes out wrong costs that executor's bounded spin.
+ */
+enum { PEEK_ENTRIES = 8 }; /* a tick's entries looked at, at most */
+
+static struct executor *prewake_for(struct tw_engine *e, uint64_t tick)
+{
+	unsigned n = 0, running = executors_running(e);
+	for (const struct wheel_entry *entry = wheel_first_at(&e->wheel, tick); entry;
+	     entry = wheel_next_at(entry)) {
+		if (++n > PEEK_ENTRIES) /* a crowded tick fills executor 0 first */
+			return &e->executors[0];
+		struct tw_task *task = task_of_entry((struct wheel_entry *)entry);
+		tw__task_lock(task);
+		bool fires = task->filing == FILED_DUE; /* not a reaping */
+		tw__task_unlock(task);
+		uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
+		if (!fires || (traits & TRAIT_ON_WHEEL))
+			continue;
+		if (running > 1 && (traits & TRAIT_CONCURRENT))
+			return &e->executors[e->next_executor % running];
+		return &e->executors[0];
+	}
+	return NULL;
+}
+
+/* Arming for the tick (UINT64_MAX: none), early if early: tells the executor to wake for it
+ * if one is likely to get a firing there, and the one told before that it need not. */
+static void plan_prewake(struct tw_engine *e, uint64_t tick, bool early)
+{
+	struct executor *x = early && tick != UINT64_MAX ? prewake_for(e, tick) : NULL;
+	uint64_t at = x ? e->epoch_ns + tick * NS_PER_MS : 0;
+	struct executor *told = e->prewoken;
+	if (x == told && at == e->prewake_ns)
+		return;
+	uint64_t before = x == told ? e->prewake_ns : 0;
+	if (told && told != x) /* it wakes for it, finds 0 and sleeps on: no need to wake it */
+		atomic_store_explicit(&told->wake_at_ns, 0, memory_order_release);
+	e->prewoken = x;
+	e->prewake_ns = at;
+	if (!x)
+		return;
+	atomic_store_explicit(&e->wheel_cpu, sched_getcpu(), memory_order_relaxed);
+	atomic_store_explicit(&x->wake_at_ns, at, memory_order_release);
+	/* It sleeps without a limit, or until before less its lead: woken now, it sleeps again
+	 * for the new time, unless its sleep ends before that anyway. */
+	if (!(before && before <= at && before > monotonic_ns()))
+		tw__executor_wake(x);
 }
 
 /* Whole ms from now until the tick, rounded up: epoll_wait's timeout when the timerfd
@@ -649,6 +702,7 @@ static int arm_for_next(struct tw_engine *e, uint64_t *armed, uint64_t *until)
 	if (next == *armed)
 		return -1;
 	bool early = next != UINT64_MAX && next - wheel_now(&e->wheel) >= LONG_SLEEP_TICKS;
+	plan_prewake(e, next, early);
 	if (arm(e, next, early)) {
 		if (*armed == ARM_FAILED)
 			tw__engine_log(e, TW_LOG_WARNING, "timerfd_settime works again");
@@ -664,14 +718,20 @@ static int arm_for_next(struct tw_engine *e, uint64_t *armed, uint64_t *until)
 	return ms_until(e, next);
 }
 
-/* Real clock: says the tick it will sleep until to the mailers (tw__task_mail), then
- * whether it may sleep: not while mail waits, which may be due before that tick. */
+/* Real clock: says the tick it will sleep until to the mailers (tw__task_mail and the
+ * executors' rings of ended tasks), then whether it may sleep: not while mail waits, which
+ * may be due before that tick, nor while a ring holds ended tasks, whose executor counted
+ * on this look. */
 static bool may_sleep(struct tw_engine *e, uint64_t until)
 {
 	atomic_store_explicit(&e->sleeps_until, until ? until : 1, memory_order_seq_cst);
 	/* before the mailbox is looked at (liburcu's barrier: GCC's TSan refuses C11 fences) */
 	cmm_smp_mb();
-	if (cds_wfcq_empty(&e->mail_head, &e->mail_tail))
+	bool empty = cds_wfcq_empty(&e->mail_head, &e->mail_tail);
+	unsigned running = executors_running(e);
+	for (unsigned i = 0; empty && i < running; i++)
+		empty = !tw__executor_ended_waiting(&e->executors[i]);
+	if (empty)
 		return true;
 	atomic_store_explicit(&e->sleeps_until, 0, memory_order_relaxed);
 	return false;
@@ -692,8 +752,11 @@ static void wait_for_work(struct tw_engine *e, int timeout_ms)
 	 * timerfd_settime (the next due is later), which clears its count. */
 	for (int i = 0; i < n; i++) {
 		uint64_t count;
-		if (events[i].data.fd == e->timer_fd && e->early_tick_ns)
+		if (events[i].data.fd == e->timer_fd && e->early_tick_ns) {
+			/* where an executor woken for the tick too must not spin (executor.c) */
+			atomic_store_explicit(&e->wheel_cpu, sched_getcpu(), memory_order_relaxed);
 			spin_to_tick(e);
+		}
 		if (events[i].data.fd == e->wall_fd)
 			tw__wall_watch_event(e);
 		if (events[i].data.fd != e->wake_fd)
@@ -757,6 +820,8 @@ static void *wheel_main(void *arg)
 		bool advancing = !e->cfg.manual_clock || asked != handled;
 		uint64_t target = advancing ? current_tick(e) : wheel_now(&e->wheel);
 		plan_round(e);
+		/* + 1: a task may end while the round reads its mail, on the next tick */
+		e->take_in_tick = e->cfg.manual_clock ? 0 : target + 1;
 		bool mail_read = read_mail(e, advancing);
 		if (!advancing && e->ready_owed) /* due by an advance, waiting for room */
 			hand_out_ready(e, target, e->ready_owed);

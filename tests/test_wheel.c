@@ -454,3 +454,30 @@ Test(wheel, stepping_one_tick_at_a_time_hands_out_each_entry_at_its_tick)
 	cr_assert_eq(handed_out, N);
 	cr_assert_eq(wheel_count(&w), 0);
 }
+
+Test(wheel, look_ahead_gives_a_ticks_entries_in_order_and_nothing_else)
+{
+	for (size_t i = 0; i < N_STARTS; i++) {
+		uint64_t start = interesting_starts[i];
+		struct wheel w;
+		struct timer t[4];
+		tw__wheel_init(&w, start);
+		timers_init(t, 4);
+		add_timer(&w, &t[0], start + 200);
+		add_timer(&w, &t[1], start + 200);
+		add_timer(&w, &t[2], start + 201);
+		add_timer(&w, &t[3], start + 10000); /* beyond level 0: not there yet */
+		cr_assert_eq(wheel_first_at(&w, start + 200), &t[0].entry);
+		cr_assert_eq(wheel_next_at(wheel_first_at(&w, start + 200)), &t[1].entry);
+		cr_assert_null(wheel_next_at(&t[1].entry));
+		cr_assert_eq(wheel_first_at(&w, start + 201), &t[2].entry);
+		cr_assert_null(wheel_first_at(&w, start + 199));
+		cr_assert_null(wheel_first_at(&w, start + 10000));
+		cr_assert_null(wheel_first_at(&w, start), "not the current tick");
+		tw__wheel_remove(&w, &t[0].entry);
+		cr_assert_eq(wheel_first_at(&w, start + 200), &t[1].entry);
+		expect_no_expiry(&w, start + 199);
+		cr_assert_eq(wheel_first_at(&w, start + 200), &t[1].entry, "nothing moved it");
+		assert_wheel_valid(&w);
+	}
+}

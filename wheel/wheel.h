@@ -184,6 +184,27 @@ static inline void wheel_prefetch(const struct wheel *w)
 }
 
 /*
+ * A look ahead that changes nothing, for an owner that prepares for a tick: the first entry
+ * filed to be handed out at tick, or NULL when none is filed there yet (one due at tick may
+ * still be waiting on a level above, to come down before it). wheel_next_at() gives the
+ * entries after it, in the order they come out, then NULL. No change may come between.
+ */
+static inline const struct wheel_entry *wheel_first_at(const struct wheel *w, uint64_t tick)
+{
+	if (tick <= w->now || tick - w->now >= (UINT64_C(1) << WHEEL_LEVEL0_BITS))
+		return NULL; /* not on level 0 */
+	const struct wheel_slot *s = &w->slot[tick & ((1u << WHEEL_LEVEL0_BITS) - 1)];
+	const struct wheel_entry *e = (const struct wheel_entry *)s->head.next;
+	return !wheel_slot_empty_(s) && e->due == tick ? e : NULL;
+}
+
+static inline const struct wheel_entry *wheel_next_at(const struct wheel_entry *e)
+{
+	const struct wheel_link *next = e->link.next;
+	return next == &e->slot->head ? NULL : (const struct wheel_entry *)next;
+}
+
+/*
  * The earliest tick at which wheel_expire() may have something to do: never
  * later than the first due entry, possibly earlier (a crowded slot that must
  * cascade). UINT64_MAX when the wheel is empty. O(levels).

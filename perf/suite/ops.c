@@ -241,6 +241,22 @@ static void explain(struct ops_run *o, double clock_ns)
 		    clock_ns);
 }
 
+/* Request timeouts on the real clock: what the manual clock's figures leave out. */
+static void request_timeouts_real(struct report *r)
+{
+	struct real_figures f;
+	if (ops_request_timeouts_real(&f)) {
+		report_note(r, "WARNING: the real-clock request timeouts were not measured");
+		return;
+	}
+	report_add(r, "tickwheel", "engine_request_real_ns", f.pair_ns, "ns", BETTER_LOWER);
+	report_add(r, "tickwheel", "engine_request_real_wakeups", f.wakeups_per_pair, "1/pair",
+		   BETTER_LOWER);
+	report_note(r, "engine_request_real: real clock, nothing else armed, a 30 s timeout added "
+		       "and cancelled every 50 us, 20 000 times: ns per pair in the caller, and "
+		       "the wheel thread's wake-ups per pair");
+}
+
 int scenario_ops(const struct suite_options *opt, struct report *r)
 {
 	struct ops_run *o = calloc(1, sizeof *o);
@@ -276,6 +292,7 @@ int scenario_ops(const struct suite_options *opt, struct report *r)
 		engine_size(o, k);
 	judge(o);
 	explain(o, ops_clock_read_ns());
+	request_timeouts_real(r);
 	ops_series(o);
 	free(o);
 	return 0;

@@ -48,6 +48,14 @@ int ops_engine_measure(size_t n, uint64_t seed, struct engine_figures *out);
  * and tw_set_delay. */
 double ops_clock_read_ns(void);
 
+/* Request timeouts on the real clock (ops_real.c): paced adds and cancels. */
+struct real_figures {
+	double pair_ns;          /* tw_add + tw_cancel, in the caller */
+	double wakeups_per_pair; /* the wheel thread's wake-ups */
+};
+/* 0, or -1 if the engine refused. */
+int ops_request_timeouts_real(struct real_figures *out);
+
 enum { MAX_SIZES = 8, IMPLS = 4, TARGET_N = 1000000, BIG_N = 10000000, WHEEL_OPS = 6 };
 
 /* The implementations as the report names them: the wheel is tickwheel's. */

@@ -699,3 +699,143 @@ Test(timing, changes_due_after_the_armed_tick_do_not_wake_the_wheel_thread)
 	cr_assert_eq(atomic_load(&later.releases), ADDS);
 	assert_no_leaks();
 }
+
+/* Wake-ups of the wheel thread per ms of the test's time, over `gaps` pauses of 1 ms, each
+ * after a cancel of a task due much later when cancel is true. */
+static double wakeups_per_ms(tw_engine *e, struct counts *c, int gaps, bool cancel)
+{
+	uint64_t t0 = test_now_ns(), before = stats_of(e).wheel_wakeups;
+	for (int i = 0; i < gaps; i++) {
+		if (cancel)
+			cr_assert_eq(tw_cancel(e, add_counted(e, c, 100000, 0)), TW_OK);
+		sleep_ms(1);
+	}
+	uint64_t woke = stats_of(e).wheel_wakeups - before;
+	return (double)woke / ((double)(test_now_ns() - t0) / NS_PER_MS);
+}
+
+/* Real clock: an ended task needs the wheel thread only to be kept retain_ms and reaped, so
+ * a cancel does not wake it when it wakes within a few ticks anyway (a heartbeat of 2 ms
+ * here). Each cancel below, a millisecond apart, found it asleep and used to wake it: about
+ * one wake-up more per cancel. The rate of wake-ups is compared with the same pauses
+ * without cancels, so a slow machine moves both. */
+Test(timing, cancels_do_not_wake_a_wheel_thread_that_wakes_soon)
+{
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = 1;
+	tw_engine *e = engine_new(&cfg);
+	struct counts beat = { 0 }, c = { 0 };
+	add_counted(e, &beat, 2, 2);
+	enum { GAPS = 200 };
+	double quiet = wakeups_per_ms(e, &c, GAPS, false);
+	double cancelling = wakeups_per_ms(e, &c, GAPS, true);
+	cr_assert_leq(cancelling, quiet + 0.25,
+		      "%.2f wake-ups a ms while cancelling, %.2f without (a cancel a ms)",
+		      cancelling, quiet);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), GAPS);
+	cr_assert_eq(atomic_load(&c.runs), 0);
+	assert_no_leaks();
+}
+
+/* Polls tw_get until the task is forgotten or WAIT_LIMIT_MS passed. */
+static bool forgotten(tw_engine *e, tw_id id)
+{
+	uint64_t deadline = test_now_ns() + WAIT_LIMIT_MS * NS_PER_MS;
+	tw_task_info info;
+	while (tw_get(e, id, &info) == TW_OK) {
+		if (test_now_ns() > deadline)
+			return false;
+		sleep_ms(1);
+	}
+	return tw_get(e, id, &info) == -TW_ENOTFOUND;
+}
+
+/* Real clock, and a wheel thread with nothing armed: a task that ended, by a cancel or as a
+ * one-shot's run on an executor, still wakes it, so that it is reaped after retain_ms, and
+ * not sooner: a wheel thread that slept counts from the clock, not from its last tick. */
+Test(timing, ended_tasks_wake_a_sleeping_wheel_thread_to_be_reaped)
+{
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = 1;
+	cfg.retain_ms = 20;
+	tw_engine *e = engine_new(&cfg);
+	struct counts c = { 0 };
+	tw_id cancelled = add_counted(e, &c, 1000000, 0);
+	sleep_ms(50); /* asleep with nothing due before 1000 s: its wheel is 50 ticks behind */
+	uint64_t t0 = test_now_ns();
+	cr_assert_eq(tw_cancel(e, cancelled), TW_OK);
+	cr_assert(forgotten(e, cancelled), "a cancelled task is reaped");
+	uint64_t kept_ms = (test_now_ns() - t0) / NS_PER_MS;
+	cr_assert_geq(kept_ms, cfg.retain_ms, "kept %" PRIu64 " ms: counted from the wheel's tick",
+		      kept_ms);
+	tw_id oneshot = add_counted(e, &c, 1, 0);
+	cr_assert(wait_eq(&c.runs, 1));
+	cr_assert(forgotten(e, oneshot), "a one-shot that ran is reaped");
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), 2);
+	assert_no_leaks();
+}
+
+/* Real clock: cancels while the wheel thread sleeps until a due far ahead (a server's
+ * request timeouts, all 1000 s ahead here) do not wake it each: the first wakes it, which
+ * then sleeps until that task's reaping, retain_ms later, and those that follow within that
+ * time wait for it. A cancel a ms used to wake it about 200 times here. */
+Test(timing, cancels_within_retain_ms_wake_a_far_sleeping_wheel_thread_once)
+{
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = 1;
+	cfg.retain_ms = 2000;
+	tw_engine *e = engine_new(&cfg);
+	struct counts anchor = { 0 }, c = { 0 };
+	add_counted(e, &anchor, 1000000, 0);
+	sleep_ms(20);
+	enum { CANCELS = 200 };
+	uint64_t t0 = test_now_ns(), before = stats_of(e).wheel_wakeups;
+	for (int i = 0; i < CANCELS; i++) {
+		cr_assert_eq(tw_cancel(e, add_counted(e, &c, 1000000, 0)), TW_OK);
+		sleep_ms(1);
+	}
+	uint64_t woke = stats_of(e).wheel_wakeups - before;
+	uint64_t took_ms = (test_now_ns() - t0) / NS_PER_MS;
+	if (took_ms < cfg.retain_ms) /* else the machine stalled the test: reaps came due */
+		cr_assert_leq(woke, 10, "%" PRIu64 " wake-ups for %d cancels in %" PRIu64 " ms",
+			      woke, CANCELS, took_ms);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), CANCELS);
+	assert_no_leaks();
+}
+
+/* Real clock: a task cancelled while the wheel thread sleeps until a tick within retain_ms
+ * is not taken in before that tick, but kept retain_ms from its end, not from then: here
+ * reaped about 300 ms after the cancel, where counting from the wheel thread's tick (200 ms
+ * after the start) would keep it until about 500 ms. */
+Test(timing, a_task_taken_in_late_is_kept_retain_ms_from_its_end)
+{
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = 1;
+	cfg.retain_ms = 300;
+	tw_engine *e = engine_new(&cfg);
+	struct counts anchor = { 0 }, c = { 0 };
+	uint64_t start = test_now_ns();
+	add_counted(e, &anchor, 200, 0); /* the wheel thread sleeps until its tick */
+	tw_id id = add_counted(e, &c, 1000000, 0);
+	sleep_ms(10);
+	uint64_t cancelled = test_now_ns();
+	cr_assert_eq(tw_cancel(e, id), TW_OK);
+	cr_assert(forgotten(e, id));
+	uint64_t kept_ms = (test_now_ns() - cancelled) / NS_PER_MS;
+	uint64_t anchor_ms = (cancelled - start) / NS_PER_MS;
+	cr_assert_geq(kept_ms, cfg.retain_ms, "forgotten %" PRIu64 " ms after its end", kept_ms);
+	if (anchor_ms < 100) /* else the machine stalled the test itself: nothing to compare */
+		cr_assert_lt(kept_ms, cfg.retain_ms + 150,
+			     "kept %" PRIu64 " ms: counted from the wheel thread's late take-in",
+			     kept_ms);
+	cr_assert(wait_eq(&anchor.runs, 1));
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
