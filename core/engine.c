@@ -106,6 +106,12 @@ void tw__engine_free(struct tw_engine *e)
 	tw__calendar_fini(e);
 	tw__names_fini(&e->names);
 	close_descriptors(e);
+	/* A callback of a tw_advance destroyed the engine: the caller, woken by the stop, is
+	 * on its way out of tw_advance. */
+	pthread_mutex_lock(&e->lock);
+	while (e->advance_callers)
+		pthread_cond_wait(&e->cond, &e->lock);
+	pthread_mutex_unlock(&e->lock);
 	pthread_mutex_destroy(&e->lock);
 	pthread_cond_destroy(&e->cond);
 	tw__executors_free(e);
@@ -234,11 +240,14 @@ int tw_advance(tw_engine *e, uint64_t ms)
 	}
 	atomic_store_explicit(&e->manual_now_ns, now + ms * NS_PER_MS, memory_order_release);
 	uint64_t asked = ++e->advance_asked;
+	e->advance_callers++;
 	tw__engine_wake(e);
 	while (e->advance_done < asked && !atomic_load(&e->stopping))
 		pthread_cond_wait(&e->cond, &e->lock);
 	bool done =
 		e->advance_done >= asked; /* read under the lock the wheel thread writes it in */
+	if (--e->advance_callers == 0 && atomic_load(&e->stopping))
+		pthread_cond_broadcast(&e->cond); /* a destroy waits for the last to leave */
 	pthread_mutex_unlock(&e->lock);
 	return done ? TW_OK : -TW_ESHUTDOWN;
 }

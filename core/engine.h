@@ -79,6 +79,9 @@ struct tw_engine {
 	pthread_mutex_t lock; /* tw_advance handshakes, stop */
 	pthread_cond_t cond;
 	uint64_t advance_asked, advance_done; /* under lock */
+	/* Under lock: tw_advance calls inside; the engine is not freed before they left (a
+	 * callback of the advance may destroy it: they wake by the stop, and go). */
+	unsigned advance_callers;
 	/* waiting for runs to finish: stop, destroy, quiesce */
 	_Atomic uint32_t drain_waiters;
 	_Atomic uint32_t drain_signal; /* futex word, bumped when an executor runs dry */
