@@ -380,6 +380,10 @@ Test(lifecycle, many_tasks_stay_reachable_while_the_engine_grows)
 	for (size_t i = 0; i < N; i++) {
 		r.ids[i] = add_counted(e, &c, 1000000, 0);
 		atomic_store(&r.published, i + 1);
+		/* The adds take a few ms: the reader must be reading before the table grows
+		 * much, or a loaded machine may not run it before they are over. */
+		if (i == 1000)
+			cr_assert(wait_ge(&r.reads, 1), "the reader never ran");
 	}
 	atomic_store(&r.done, true);
 	pthread_join(t, NULL);
