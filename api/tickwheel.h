@@ -433,8 +433,10 @@ typedef struct {
 	uint64_t wheel_busy_ns;    /* time the wheel thread spent in its rounds */
 	uint64_t lateness_count;   /* runs in lateness_us, added up (beside lateness_sum_ns) */
 	/* Bytes the engine holds now: its task table (it grows by chunks of
-	 * tasks and never shrinks before destroy), its queues and records. Not
-	 * the threads' stacks, nor what liburcu or the allocator keep. */
+	 * 1724 tasks, 256 KiB, and never shrinks before destroy), its queues and
+	 * records. Not the threads' stacks, nor what liburcu or the allocator
+	 * keep, nor the rest of the 2 MiB regions the chunks are carved from
+	 * (held whole where transparent huge pages back them). */
 	uint64_t memory_bytes;
 	/* TW_ON_WHEEL_THREAD tasks: their runs on the wheel thread (in runs too), those of
 	 * them over wheel_run_budget_us, and the tasks moved to the executors for it. */
@@ -688,7 +690,7 @@ TW_API void tw_engine_destroy(tw_engine *e);
  * has the name (see "Named tasks"); -TW_ENOMEM when memory runs out;
  * -TW_ESHUTDOWN after a stop. A tw_add that fails never calls release.
  * Any thread. Does not wait for runs; takes the slot table's lock briefly.
- * Cost O(1); every 1077th add allocates a chunk of the table. With a cron
+ * Cost O(1); every 1724th add maps a chunk of the table. With a cron
  * expression: parsing it, its zone's file read (see tw_cron_parse), its
  * first fire time computed, a record allocated. A named task's add
  * allocates its name, and when the named tasks reach 1024, 2048, ... the

@@ -4,7 +4,7 @@
  * Tasks are stored in a generation-checked slot table: an id is the slot
  * index plus the slot's generation, so a lookup is one memory access to the
  * task itself, where a hash table (rculfhash) costs several (perf/README.md,
- * "Figures moved out of the code"). Slots come in chunks of 1077 (their
+ * "Figures moved out of the code"). Slots come in chunks of 1724 (their
  * hot parts, then their cold parts: task.h) that are never moved or freed
  * before the engine is; only the directory of chunks grows, published through
  * RCU. A slot is reused, with the next generation, only after a grace period
@@ -68,7 +68,7 @@ uint64_t tw__table_bytes(struct task_table *t)
 	read_section_begin(); /* the directory a growth replaces is freed after a grace period */
 	struct task_dir *d = rcu_dereference(t->dir);
 	uint64_t bytes = sizeof *d + d->capacity * sizeof d->chunk[0] +
-			 atomic_load_explicit(&d->chunks, memory_order_acquire) * TABLE_CHUNK_BYTES;
+			 atomic_load_explicit(&d->chunks, memory_order_acquire) * TABLE_CHUNK_ALIGN;
 	read_section_end();
 	pthread_mutex_lock(&t->lock);
 	bytes += t->free_capacity * sizeof *t->free +
@@ -77,26 +77,50 @@ uint64_t tw__table_bytes(struct task_table *t)
 	return bytes;
 }
 
-void tw__table_fini(struct task_table *t)
+/*
+ * Chunks are carved from regions of 2 MiB aligned to 2 MiB and marked for
+ * transparent huge pages. An operation on a random task of a large table
+ * misses the TLB as well as the cache, and under a hypervisor a TLB miss walks
+ * the guest's page tables and the host's: a huge page shortens the walk
+ * (perf/README.md, "Task chunks on huge pages"). A region is mapped when its
+ * first chunk is needed, so a small engine holds one: 2 MiB with a huge page,
+ * its touched chunks without one.
+ */
+enum { REGION_BYTES = 2 << 20, CHUNKS_PER_REGION = REGION_BYTES / TABLE_CHUNK_ALIGN };
+_Static_assert(REGION_BYTES % TABLE_CHUNK_ALIGN == 0, "a region holds whole chunks");
+
+static void region_unmap(void *start, size_t bytes)
 {
-	if (!t->dir) /* tw__table_init failed or never ran */
-		return;
-	size_t chunks = atomic_load(&t->dir->chunks);
-	for (size_t i = 0; i < chunks; i++)
-		tw__free_aligned(atomic_load(&t->dir->chunk[i]), TABLE_CHUNK_BYTES,
-				 TABLE_CHUNK_ALIGN);
-	dir_free(t->dir);
-	tw__free(t->free, t->free_capacity * sizeof *t->free);
-	tw__free(t->chunks_with_free, t->free_capacity / 64 * sizeof *t->chunks_with_free);
-	pthread_mutex_destroy(&t->lock);
+	if (bytes && munmap(start, bytes)) { /* only an engine bug passes a range not mapped */
+		(void)fprintf(stderr, "tickwheel: munmap of the task table failed: errno %d\n",
+			      errno);
+		abort();
+	}
+}
+
+static char *region_map(void)
+{
+	size_t span = 2 * (size_t)REGION_BYTES;
+	char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	char *start = p + (REGION_BYTES - (uintptr_t)p % REGION_BYTES) % REGION_BYTES;
+	region_unmap(p, (size_t)(start - p));
+	region_unmap(start + REGION_BYTES, (size_t)(p + span - (start + REGION_BYTES)));
+#ifdef MADV_HUGEPAGE
+	(void)madvise(start, REGION_BYTES, MADV_HUGEPAGE); /* advice: refused without THP */
+#endif
+	return start;
 }
 
 /*
  * Fresh memory is faulted in a page at a time by its first write, and a page
- * fault is slow next to an add: a chunk's 40 faults, spread over its adds,
- * would dominate them. Populating the chunk in one call saves most of it
- * (perf/README.md, "Figures moved out of the code"). Older kernels refuse the
- * advice; memset faults the pages in then.
+ * fault is slow next to an add: a chunk's faults, spread over its adds, would
+ * dominate them. The add that grew the table populates the chunk in one call
+ * (perf/README.md, "Figures moved out of the code"), after it let go of the
+ * table's lock: with a huge page the fault clears 2 MiB, and the wheel thread
+ * takes that lock to give slots back. Older kernels refuse the advice; the
+ * adds fault the pages in then. Fresh mappings read as zeros.
  */
 static void populate(void *chunk, size_t bytes)
 {
@@ -106,6 +130,29 @@ static void populate(void *chunk, size_t bytes)
 	(void)chunk;
 	(void)bytes;
 #endif
+}
+
+/* Lock held: memory for chunk number `chunks`, in a new region or after the last chunk. */
+static struct tw_task *chunk_map(struct task_dir *d, size_t chunks)
+{
+	if (chunks % CHUNKS_PER_REGION == 0)
+		return (struct tw_task *)region_map();
+	return (struct tw_task *)((char *)atomic_load_explicit(&d->chunk[chunks - 1],
+							       memory_order_relaxed) +
+				  TABLE_CHUNK_ALIGN);
+}
+
+void tw__table_fini(struct task_table *t)
+{
+	if (!t->dir) /* tw__table_init failed or never ran */
+		return;
+	size_t chunks = atomic_load(&t->dir->chunks);
+	for (size_t i = 0; i < chunks; i += CHUNKS_PER_REGION)
+		region_unmap(atomic_load(&t->dir->chunk[i]), REGION_BYTES);
+	dir_free(t->dir);
+	tw__free(t->free, t->free_capacity * sizeof *t->free);
+	tw__free(t->chunks_with_free, t->free_capacity / 64 * sizeof *t->chunks_with_free);
+	pthread_mutex_destroy(&t->lock);
 }
 
 /* Lock held: room in the free-slot maps for chunk number `chunks`. */
@@ -137,8 +184,9 @@ static int free_maps_reserve(struct task_table *t, size_t chunks)
 	return TW_OK;
 }
 
-/* Adds one chunk; the lock is held. Old directories wait for a grace period. */
-static int grow(struct task_table *t)
+/* Adds one chunk, left in *fresh to populate; the lock is held. Old directories wait
+ * for a grace period. */
+static int grow(struct task_table *t, struct tw_task **fresh)
 {
 	struct task_dir *d = t->dir;
 	size_t chunks = atomic_load_explicit(&d->chunks, memory_order_relaxed);
@@ -147,17 +195,10 @@ static int grow(struct task_table *t)
 	int rc = free_maps_reserve(t, chunks);
 	if (rc)
 		return rc;
-	struct tw_task *chunk = tw__alloc_aligned(TABLE_CHUNK_BYTES, TABLE_CHUNK_ALIGN);
-	if (!chunk)
-		return -TW_ENOMEM;
-	populate(chunk, TABLE_CHUNK_BYTES);
-	memset(chunk, 0, TABLE_CHUNK_BYTES);
 	if (chunks == d->capacity) {
 		struct task_dir *bigger = dir_new(d->capacity * 2);
-		if (!bigger) {
-			tw__free_aligned(chunk, TABLE_CHUNK_BYTES, TABLE_CHUNK_ALIGN);
+		if (!bigger)
 			return -TW_ENOMEM;
-		}
 		for (size_t i = 0; i < chunks; i++)
 			atomic_init(&bigger->chunk[i], atomic_load(&d->chunk[i]));
 		atomic_init(&bigger->chunks, chunks);
@@ -170,7 +211,11 @@ static int grow(struct task_table *t)
 		dir_free(d);
 		d = bigger;
 	}
+	struct tw_task *chunk = chunk_map(d, chunks);
+	if (!chunk)
+		return -TW_ENOMEM; /* the bigger directory stays: the next growth uses it */
 	atomic_store_explicit(&d->chunk[chunks], chunk, memory_order_release);
+	*fresh = chunk;
 	atomic_store_explicit(&d->chunks, chunks + 1, memory_order_release);
 	return TW_OK;
 }
@@ -221,7 +266,7 @@ static void put_free_slot(struct task_table *t, uint32_t index)
 
 struct tw_task *tw__table_take(struct task_table *t, tw_id *id, int *error)
 {
-	struct tw_task *task = NULL;
+	struct tw_task *task = NULL, *fresh = NULL;
 	pthread_mutex_lock(&t->lock);
 	if (t->free_slots) {
 		uint32_t index = take_free_slot(t);
@@ -230,7 +275,7 @@ struct tw_task *tw__table_take(struct task_table *t, tw_id *id, int *error)
 	} else {
 		size_t room = atomic_load_explicit(&t->dir->chunks, memory_order_relaxed) *
 			      TABLE_CHUNK_SLOTS;
-		if (t->used == room && (*error = grow(t)) != TW_OK)
+		if (t->used == room && (*error = grow(t, &fresh)) != TW_OK)
 			goto out;
 		uint32_t index = t->used / TABLE_CHUNK_SLOTS << TABLE_CHUNK_BITS |
 				 t->used % TABLE_CHUNK_SLOTS;
@@ -240,6 +285,8 @@ struct tw_task *tw__table_take(struct task_table *t, tw_id *id, int *error)
 	}
 out:
 	pthread_mutex_unlock(&t->lock);
+	if (fresh)
+		populate(fresh, TABLE_CHUNK_ALIGN);
 	return task;
 }
 

@@ -157,14 +157,13 @@ _Static_assert(offsetof(struct task_cold, failures) == 44, "an executor's run: 4
 _Static_assert((TW_MAX_DELAY_MS >> 31) <= UINT16_MAX, "wide values fit");
 
 /*
- * A chunk of the slot table is one allocation of TABLE_CHUNK_ALIGN bytes'
- * alignment: TABLE_CHUNK_SLOTS hot parts, as many mail links, as many cold
- * parts. 1077 slots of 152 bytes fill jemalloc's 160 KiB size class (1024
- * slots of 152 bytes would take 160 KiB too: 160 bytes a task). Slot indexes
- * keep a power-of-two stride per chunk (TABLE_CHUNK_BITS), so an id is split
- * with a shift and a mask; the indexes from TABLE_CHUNK_SLOTS to the next
- * chunk are never used. The alignment (above the chunk's size) lets each part
- * find its chunk by masking its own address.
+ * A chunk of the slot table is TABLE_CHUNK_ALIGN bytes at an address aligned
+ * to as much (task.c carves them from huge-page regions): TABLE_CHUNK_SLOTS
+ * hot parts, as many mail links, as many cold parts. 1724 slots of 152 bytes
+ * fill 256 KiB. Slot indexes keep a power-of-two stride per chunk
+ * (TABLE_CHUNK_BITS), so an id is split with a shift and a mask; the indexes
+ * from TABLE_CHUNK_SLOTS to the next chunk are never used. The alignment lets
+ * each part find its chunk by masking its own address.
  *
  * Neighbours share cache lines in the mail and cold arrays (8 links, or 4
  * cold parts in 5 lines), so the cold parts start on a line and tasks get
@@ -176,7 +175,7 @@ _Static_assert((TW_MAX_DELAY_MS >> 31) <= UINT16_MAX, "wide values fit");
 enum {
 	TABLE_CHUNK_BITS = 11,
 	TABLE_CHUNK_MASK = (1 << TABLE_CHUNK_BITS) - 1, /* a slot's place in its chunk */
-	TABLE_CHUNK_SLOTS = 1077,
+	TABLE_CHUNK_SLOTS = 1724,
 	TABLE_CHUNK_MAIL = TABLE_CHUNK_SLOTS * 64, /* offset of the mail links */
 	TABLE_CHUNK_COLD =
 		(TABLE_CHUNK_MAIL + TABLE_CHUNK_SLOTS * 8 + 63) / 64 * 64, /* cold parts */
@@ -188,7 +187,6 @@ _Static_assert(TASKS_PER_EXECUTOR_BLOCK * 8 % 64 == 0 && TASKS_PER_EXECUTOR_BLOC
 	       "a block's mail links and cold parts fill whole lines");
 
 _Static_assert(TABLE_CHUNK_SLOTS <= 1 << TABLE_CHUNK_BITS, "a chunk's slots have indexes");
-_Static_assert(TABLE_CHUNK_BYTES <= 160 * 1024, "a chunk fills 160 KiB");
 _Static_assert(TABLE_CHUNK_BYTES <= TABLE_CHUNK_ALIGN, "a chunk is found by masking");
 _Static_assert(sizeof(struct cds_wfcq_node) == 8, "mail links are 8 bytes");
 

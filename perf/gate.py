@@ -82,7 +82,7 @@ ANNOTATION = [
     '"* * * * * *" in UTC), one tw_advance of 1 s that fires each once, tw_quiesce: the '
     'firing with the planning of the next due',
     'engine_add: into the free slots of a table filled and emptied before (a growing table '
-    'clears chunks with memset, which callgrind counts per byte where glibc uses rep stosb)',
+    'faults its chunks in, in the kernel, which callgrind does not count)',
 ]
 
 

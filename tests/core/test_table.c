@@ -129,3 +129,30 @@ Test(table, a_slot_out_of_generations_is_retired)
 	take(&id);
 	cr_assert_eq(id_index(id), fresh_index(2), "the retired slot stays out");
 }
+
+/* Chunks are carved in order from regions of 2 MiB aligned to 2 MiB (huge-page candidates),
+ * each chunk aligned to its own size, and a fresh chunk reads as zeros (free, generation 0). */
+Test(table, chunks_fill_aligned_two_mebibyte_regions_in_order)
+{
+	enum { REGION = 2 << 20, PER_REGION = REGION / TABLE_CHUNK_ALIGN };
+	size_t chunks = PER_REGION + 2, tasks = chunks * TABLE_CHUNK_SLOTS;
+	for (size_t i = 0; i < tasks; i++) {
+		tw_id id;
+		take(&id);
+	}
+	for (size_t c = 0; c < chunks; c++) {
+		uintptr_t at = (uintptr_t)tw__table_chunk(&table, c);
+		cr_assert_neq(at, 0, "chunk %zu", c);
+		cr_assert_eq(at % TABLE_CHUNK_ALIGN, 0, "chunk %zu", c);
+		uintptr_t region = (uintptr_t)tw__table_chunk(&table, c - c % PER_REGION);
+		cr_assert_eq(region % REGION, 0, "chunk %zu's region", c);
+		cr_assert_eq(at, region + c % PER_REGION * TABLE_CHUNK_ALIGN, "chunk %zu", c);
+	}
+	tw_id id; /* the first slot of the next chunk, never written before */
+	struct tw_task *fresh = take(&id);
+	cr_assert_eq(id_index(id), fresh_index(tasks));
+	cr_assert_eq(fresh->free.generation, 0);
+	const unsigned char *cold = (const unsigned char *)task_cold(fresh);
+	for (size_t i = 0; i < sizeof(struct task_cold); i++)
+		cr_assert_eq(cold[i], 0, "byte %zu of a fresh cold part", i);
+}

@@ -275,7 +275,7 @@ Test(list, the_visitor_may_cancel_pause_and_add)
 	tw_engine *e = manual_engine(2);
 	/* Adds from the visitor grow the table past 16 chunks: a new directory, published after a
 	 * grace period, which no read-side section of the walk may hold up. */
-	enum { N = 1077 * 16 - 50 };
+	enum { N = 1724 * 16 - 50 };
 	struct counts c = { 0 };
 	tw_id *ids = calloc(N, sizeof *ids);
 	cr_assert_not_null(ids);
