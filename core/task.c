@@ -303,18 +303,6 @@ void tw__table_give_back(struct task_table *t, struct tw_task *task)
 	HANDOVER_RELEASE(t); /* to tw__engine_free, past urcu_memb_barrier (unseen by TSan) */
 }
 
-struct tw_task *tw__table_slot(struct task_table *t, tw_id id)
-{
-	struct task_dir *d = rcu_dereference(t->dir);
-	HANDOVER_ACQUIRE(d); /* pairs with grow's release of a new directory */
-	uint32_t index = id_index(id);
-	if (!id ||
-	    (index >> TABLE_CHUNK_BITS) >= atomic_load_explicit(&d->chunks, memory_order_acquire) ||
-	    (index & TABLE_CHUNK_MASK) >= TABLE_CHUNK_SLOTS)
-		return NULL;
-	return slot_at(d, index);
-}
-
 struct tw_task *tw__table_find(struct task_table *t, tw_id id)
 {
 	struct tw_task *task = tw__table_slot(t, id);
@@ -399,18 +387,17 @@ void tw__assert_wheel_thread(const char *where)
 	(void)fprintf(stderr, "tickwheel: %s runs outside the wheel thread\n", where);
 	abort();
 }
-#else
-static void note_locked(const struct tw_task *task)
-{
-	(void)task;
-}
-
-static void note_unlocked(const struct tw_task *task)
-{
-	(void)task;
-}
 #endif
 
+#ifdef NDEBUG
+void tw__task_lock_contended(struct tw_task *task)
+{
+	for (unsigned spins = 1;
+	     atomic_flag_test_and_set_explicit(&task->lock, memory_order_acquire);)
+		if (++spins % 64 == 0)
+			sched_yield();
+}
+#else
 void tw__task_lock(struct tw_task *task)
 {
 	for (unsigned spins = 0;
@@ -425,6 +412,7 @@ void tw__task_unlock(struct tw_task *task)
 	note_unlocked(task);
 	atomic_flag_clear_explicit(&task->lock, memory_order_release);
 }
+#endif
 
 void tw__task_end(struct end_counts *counts, struct tw_task *task, uint8_t from, tw_state end,
 		  bool shared)

@@ -453,8 +453,21 @@ void tw__table_give_back(struct task_table *t, struct tw_task *task);
 /* The task with this id, or NULL. Call inside an RCU read-side section. */
 struct tw_task *tw__table_find(struct task_table *t, tw_id id);
 /* The slot that id names, whatever it now holds, or NULL: its address only,
- * for a prefetch. Call inside an RCU read-side section. */
-struct tw_task *tw__table_slot(struct task_table *t, tw_id id);
+ * for a prefetch. Call inside an RCU read-side section. Inline: every
+ * operation on a task starts here. */
+static inline struct tw_task *tw__table_slot(struct task_table *t, tw_id id)
+{
+	struct task_dir *d = rcu_dereference(t->dir);
+	HANDOVER_ACQUIRE(d); /* pairs with grow's release of a new directory */
+	uint32_t index = id_index(id);
+	if (!id ||
+	    (index >> TABLE_CHUNK_BITS) >= atomic_load_explicit(&d->chunks, memory_order_acquire) ||
+	    (index & TABLE_CHUNK_MASK) >= TABLE_CHUNK_SLOTS)
+		return NULL;
+	struct tw_task *chunk =
+		atomic_load_explicit(&d->chunk[index >> TABLE_CHUNK_BITS], memory_order_acquire);
+	return &chunk[index & TABLE_CHUNK_MASK];
+}
 /* Chunk i's TABLE_CHUNK_SLOTS slots, or NULL past the last chunk; not inside a read-side
  * section. Chunks are never moved or freed before the engine: read them outside one. */
 struct tw_task *tw__table_chunk(struct task_table *t, size_t i);
@@ -514,9 +527,26 @@ static inline void task_move(struct tw_task *task, struct end_counts *c, uint8_t
 	tally_move(c, from, to, shared);
 }
 
-/* task.c: the task's own small lock (a spin lock: it is held for a few dozen instructions). */
+/* task.c: the task's own small lock (a spin lock: it is held for a few dozen instructions).
+ * Release builds take it inline when it is free, as every operation on a task does: a
+ * call cost the fast paths more than the lock. Debug builds check who holds what. */
+#ifdef NDEBUG
+void tw__task_lock_contended(struct tw_task *task);
+static inline void tw__task_lock(struct tw_task *task)
+{
+	if (__builtin_expect(atomic_flag_test_and_set_explicit(&task->lock, memory_order_acquire),
+			     0))
+		tw__task_lock_contended(task);
+}
+
+static inline void tw__task_unlock(struct tw_task *task)
+{
+	atomic_flag_clear_explicit(&task->lock, memory_order_release);
+}
+#else
 void tw__task_lock(struct tw_task *task);
 void tw__task_unlock(struct tw_task *task);
+#endif
 /* Under lock: the task ends (TW_COMPLETED or TW_STOPPED) from its live state `from`; counted
  * in the ending thread's counts (shared: any thread's, atomically). */
 void tw__task_end(struct end_counts *counts, struct tw_task *task, uint8_t from, tw_state end,
