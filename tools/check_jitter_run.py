@@ -4,7 +4,8 @@
 Runs tw-jitter with OPTIONS plus --json PREFIX.json --plot PREFIX.png and fails
 unless it exits 0 and both files are there and sound: the JSON parses and has
 the figures, targets and series tw-jitter promises (and a wake-up floor column
-exactly when --floor is among OPTIONS), the PNG is a PNG.
+exactly when --floor is among OPTIONS, a floor-beside column exactly when the
+task is also alone with one period), the PNG is a PNG.
 """
 import json
 import os
@@ -59,6 +60,12 @@ def main():
     floor = {f['name'] for f in report['figures'] if f['impl'] == 'wake-up floor'}
     if ('--floor' in options) != bool(floor) or (floor and not floor <= set(FIGURES)):
         fail('wake-up floor figures: %r' % sorted(floor))
+    # A lone task of one period is also judged against a thread that sleeps as long.
+    period = options[options.index('--period') + 1]
+    lone = '--floor' in options and report['params'].get('tasks') == 1 and '-' not in period
+    beside = {f['name'] for f in report['figures'] if f['impl'] == 'floor beside'}
+    if lone != bool(beside) or (beside and beside != floor):
+        fail('floor beside figures: %r' % sorted(beside))
     if not all(t['met'] for t in report['targets']) or len(report['targets']) != 2:
         fail('targets: %r' % report['targets'])
     series = {s['name']: s for s in report['series']}

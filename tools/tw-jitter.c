@@ -14,7 +14,9 @@
  * facts, the lateness CDF and the interval histogram; --plot draws those two
  * side by side (gnuplot). --floor first measures, for that long, how precisely
  * the machine itself wakes a thread that does nothing else (wake_floor.h) and
- * shows it as a column of its own: no engine can do better.
+ * shows it as a column of its own: no engine can do better. With one task of
+ * one period, a thread that sleeps as long as the task is measured beside the
+ * run too (column "floor beside").
  *
  * The command line is checked before the run (cli.h): a bad value, an unknown
  * option, a --json or --plot file that cannot be written or a --plot without
@@ -33,6 +35,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +85,8 @@ static void usage(FILE *out)
 		"  --executors N    executor threads, 0 .. %d (default 0: one per CPU)\n"
 		"  --on-wheel-thread  the tasks run on the wheel thread (TW_ON_WHEEL_THREAD)\n"
 		"  --floor D        first measure for D how precisely the machine itself wakes\n"
-		"                   a thread (at least twice the longest period)\n"
+		"                   a thread (at least twice the longest period); with one task\n"
+		"                   of one period, also a thread sleeping as long, beside the run\n"
 		"  --json FILE      the figures, the machine's facts and the series as JSON\n"
 		"  --plot FILE.png  the lateness CDF and the interval histogram (gnuplot)\n"
 		"  -h, --help       this text\n"
@@ -302,6 +306,55 @@ static bool measure_floor(const struct options *o, struct wake_floor *f)
 	return false;
 }
 
+/* A lone task's floor (wake_floor_every), measured in a thread of its own beside the run. */
+struct beside {
+	uint64_t first_ns, period_ms;
+	size_t wakes;
+	struct wake_floor floor;
+	int rc, error;
+	pthread_t thread;
+	bool started;
+};
+
+static void *measure_beside(void *arg)
+{
+	struct beside *b = arg;
+	b->rc = wake_floor_every(b->first_ns, b->period_ms, b->wakes, &b->floor);
+	b->error = errno;
+	return NULL;
+}
+
+/* A lone task of one period, with --floor: its wake-ups come after a long idle, which a
+ * thread woken every millisecond never sees, so a thread that sleeps as long is measured too,
+ * half a period from the task's dues (first_due_ns on). */
+static void start_beside(const struct options *o, uint64_t first_due_ns, struct beside *b)
+{
+	uint64_t period_ms = o->period_lo_ns / NS_PER_MS;
+	*b = (struct beside){ .first_ns = first_due_ns + o->period_lo_ns / 2,
+			      .period_ms = period_ms,
+			      .wakes = (size_t)(o->duration_ns / o->period_lo_ns) };
+	if (!o->floor_ns || o->tasks != 1 || o->period_lo_ns != o->period_hi_ns || b->wakes < 2)
+		return;
+	int err = pthread_create(&b->thread, NULL, measure_beside, b);
+	b->started = err == 0;
+	if (err)
+		fprintf(stderr, "tw-jitter: the floor beside the run not measured: %s\n",
+			strerror(err));
+}
+
+static bool finish_beside(struct beside *b)
+{
+	if (!b->started)
+		return false;
+	int err = pthread_join(b->thread, NULL);
+	if (err || b->rc) {
+		fprintf(stderr, "tw-jitter: the floor beside the run not measured: %s\n",
+			strerror(err ? err : b->error));
+		return false;
+	}
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = parse(argc, argv);
@@ -319,6 +372,7 @@ int main(int argc, char **argv)
 	bool floor_measured = o.floor_ns && measure_floor(&o, &floor);
 	srand(1);
 	uint64_t lo_ms = o.period_lo_ns / NS_PER_MS, hi_ms = o.period_hi_ns / NS_PER_MS;
+	uint64_t first_due_ns = 0;
 	for (uint64_t i = 0; i < o.tasks; i++) {
 		uint64_t period = lo_ms + (uint64_t)rand() % (hi_ms - lo_ms + 1);
 		tasks[i].period_ns = period * NS_PER_MS;
@@ -329,12 +383,15 @@ int main(int argc, char **argv)
 				      .arg = &tasks[i],
 				      .flags = o.on_wheel_thread ? TW_ON_WHEEL_THREAD : 0 };
 		tw_id id;
+		first_due_ns = monotonic_now_ns() + spec.delay_ms * NS_PER_MS;
 		if ((rc = tw_add(e, &spec, &id))) {
 			fprintf(stderr, "tw-jitter: adding task %" PRIu64 ": %s\n", i,
 				tw_strerror(rc));
 			return 1;
 		}
 	}
+	struct beside beside;
+	start_beside(&o, first_due_ns, &beside);
 	tw_engine_stats before; /* the adds woke the wheel thread too: not the run's */
 	tw_stats(e, &before);
 	double cpu0 = process_cpu_seconds();
@@ -352,7 +409,8 @@ int main(int argc, char **argv)
 	tw_stats(e, &stats);
 	stats.wheel_wakeups -= before.wheel_wakeups;
 	tw_engine_stop(e, 1000);
-	double cpu_seconds = process_cpu_seconds() - cpu0;
+	double cpu_seconds = process_cpu_seconds() - cpu0; /* the floor's thread sleeps: ~0 */
+	bool beside_measured = finish_beside(&beside);
 	struct interval_summary iv = intervals_pool(tasks, o.tasks);
 	struct report *r = report_open("tw-jitter", "jitter", argc, argv);
 	struct pictures *pictures = malloc(sizeof *pictures);
@@ -363,6 +421,8 @@ int main(int argc, char **argv)
 		fill_report(r, &o, &stats, &iv, seconds, cpu_seconds);
 		if (floor_measured)
 			wake_floor_report(r, "wake-up floor", &floor);
+		if (beside_measured)
+			wake_floor_report(r, "floor beside", &beside.floor);
 		add_series(r, pictures);
 		printf("\n\n");
 		report_print(r, stdout);

@@ -8,6 +8,7 @@
 #ifndef TICKWHEEL_TOOLS_WAKE_FLOOR_H
 #define TICKWHEEL_TOOLS_WAKE_FLOOR_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct report;
@@ -20,11 +21,21 @@ struct wake_floor {
 	uint64_t intervals, intervals_over_1ms;
 	double interval_sd_us, interval_worst_us;
 	double interval_off_p50_us, interval_off_p99_us; /* of |interval - p| */
+	uint64_t step_ms; /* the grid's step: 1, or a lone task's period (wake_floor_every) */
 };
 
 /* Measures for `seconds` (at least 2 x hi_ms of them) in the calling thread,
  * whose timer slack it restores. 0, or -1 with errno set. */
 int wake_floor_measure(double seconds, uint64_t lo_ms, uint64_t hi_ms, struct wake_floor *out);
+/*
+ * The same for a thread that sleeps as long as a lone task of period_ms does: it
+ * wakes `wakes` times on an absolute grid period_ms apart from first_ns on, and its
+ * intervals are consecutive wake-ups. A CPU idle that long wakes more slowly than one
+ * woken every millisecond, so this is the floor a lone heartbeat is judged against;
+ * measured in its own thread beside the run, it sees the machine the run sees.
+ * Sets the calling thread's timer slack to 1 ns. 0, or -1 with errno set.
+ */
+int wake_floor_every(uint64_t first_ns, uint64_t period_ms, size_t wakes, struct wake_floor *out);
 /* Its figures as a column of their own, named impl, and a note saying what it is. */
 void wake_floor_report(struct report *r, const char *impl, const struct wake_floor *f);
 
