@@ -210,7 +210,10 @@ static bool idle(struct executor *x)
  * after the tick (the wheel thread is held up itself); then x goes back to sleep. Else *until
  * is when to wake for it (0: no tick to wake for).
  */
-enum { SPIN_PAST_NS = 100000 };
+/* Long enough for the wheel thread's own late wake-ups: a spin given up before the kick
+ * comes adds a futex wake-up to the run, and such runs made most of a lone heartbeat's
+ * interval spread (perf/README.md, "A lone executor heartbeat told of its tick"). */
+enum { SPIN_PAST_NS = 500000 };
 
 /* Whether an executor spinning for the tick would hold up the wheel thread that brings its
  * firing: the wheel thread's timer wakes it on the CPU it armed it on, where it may well
