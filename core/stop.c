@@ -179,11 +179,14 @@ int tw_quiesce(tw_engine *e)
 		return -TW_EFORKED;
 	if (tw__engine_on_executor(e))
 		return -TW_ECALLBACK;
-	/* Firings due and waiting for room in the queues are handed out as runs end. */
+	/* Firings due and waiting for room in the queues are handed out as runs end. ready_due
+	 * is read before the runs are waited for: the wheel thread stores it after the round's
+	 * hand-outs, so once it reads 0 every due firing is among the runs waited for. Read
+	 * after, the last hand-outs could slip in between and still be running. */
 	for (;;) {
+		bool handed_out = !atomic_load_explicit(&e->ready_due, memory_order_acquire);
 		wait_runs(e, 0, 0, false);
-		if (!atomic_load_explicit(&e->ready_due, memory_order_acquire) ||
-		    atomic_load(&e->stopping))
+		if (handed_out || atomic_load(&e->stopping))
 			return TW_OK;
 		struct timespec ms = { .tv_nsec = (long)NS_PER_MS };
 		(void)nanosleep(&ms, NULL); /* EINTR: a shorter pause is as good */
