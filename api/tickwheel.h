@@ -1131,8 +1131,8 @@ TW_API int tw_snapshot(tw_engine *e, const char *path, uint64_t *tasks);
  * Any thread, a callback too (not a TW_ON_WHEEL_THREAD one: it blocks on the
  * file). Blocks while it reads the file. Cost O(tasks): the file and its
  * parsed records are held in memory while it runs (about 270 bytes per task),
- * each name is looked up, and each task added as by tw_add (perf/README.md
- * has the time of a million tasks: about 1.8 adds' worth per task).
+ * each name is looked up, and each task added as by tw_add (perf/README.md,
+ * "Snapshot and restore", has the time of a million tasks against adds).
  */
 static inline int tw_restore(tw_engine *e, const char *path, tw_resolver resolve, void *ctx,
 			     tw_restore_result *out)

@@ -69,17 +69,35 @@ static void summarise_intervals(const int64_t *late, size_t n, uint64_t lo_ms, u
 	out->interval_worst_us = quantile_us(off, out->intervals, 1);
 }
 
-/* late: n wake-ups step_ms apart, sorted here; intervals lo .. hi steps long. */
-static void summarise(int64_t *late, size_t n, uint64_t lo, uint64_t hi, int64_t *off,
-		      uint64_t step_ms, struct wake_floor *out)
+/* n wake-ups on a grid step_ms apart from first_ns, with the calling thread's timer slack at
+ * 1 ns meanwhile; intervals lo .. hi steps long, room for that many. */
+static int measure(size_t n, size_t room, uint64_t first_ns, uint64_t step_ms, uint64_t lo,
+		   uint64_t hi, struct wake_floor *out)
 {
-	out->wakes = n;
-	out->step_ms = step_ms;
-	summarise_intervals(late, n, lo, hi, off, out);
-	sort_i64(late, n);
-	out->lateness_p50_us = quantile_us(late, n, 0.5);
-	out->lateness_p99_us = quantile_us(late, n, 0.99);
-	out->lateness_max_us = quantile_us(late, n, 1);
+	int64_t *late = malloc(n * sizeof *late), *off = malloc(room * sizeof *off);
+	if (!late || !off) {
+		free(late);
+		free(off);
+		errno = ENOMEM;
+		return -1;
+	}
+	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	int rc = wake_on_grid(late, n, first_ns, step_ms * NS_PER_MS);
+	if (slack > 0)
+		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
+	if (rc == 0) {
+		out->wakes = n;
+		out->step_ms = step_ms;
+		summarise_intervals(late, n, lo, hi, off, out);
+		sort_i64(late, n);
+		out->lateness_p50_us = quantile_us(late, n, 0.5);
+		out->lateness_p99_us = quantile_us(late, n, 0.99);
+		out->lateness_max_us = quantile_us(late, n, 1);
+	}
+	free(late);
+	free(off);
+	return rc;
 }
 
 int wake_floor_measure(double seconds, uint64_t lo_ms, uint64_t hi_ms, struct wake_floor *out)
@@ -93,23 +111,8 @@ int wake_floor_measure(double seconds, uint64_t lo_ms, uint64_t hi_ms, struct wa
 	size_t room = 0; /* intervals */
 	for (uint64_t p = lo_ms; p <= hi_ms; p++)
 		room += (n - 1) / p;
-	int64_t *late = malloc(n * sizeof *late), *off = malloc(room * sizeof *off);
-	if (!late || !off) {
-		free(late);
-		free(off);
-		errno = ENOMEM;
-		return -1;
-	}
-	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-	int rc = wake_on_grid(late, n, (monotonic_now_ns() / NS_PER_MS + 2) * NS_PER_MS, NS_PER_MS);
-	if (slack > 0)
-		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
-	if (rc == 0)
-		summarise(late, n, lo_ms, hi_ms, off, 1, out);
-	free(late);
-	free(off);
-	return rc;
+	return measure(n, room, (monotonic_now_ns() / NS_PER_MS + 2) * NS_PER_MS, 1, lo_ms, hi_ms,
+		       out);
 }
 
 int wake_floor_every(uint64_t first_ns, uint64_t period_ms, size_t wakes, struct wake_floor *out)
@@ -119,20 +122,7 @@ int wake_floor_every(uint64_t first_ns, uint64_t period_ms, size_t wakes, struct
 		errno = EINVAL;
 		return -1;
 	}
-	int64_t *late = malloc(wakes * sizeof *late), *off = malloc(wakes * sizeof *off);
-	if (!late || !off) {
-		free(late);
-		free(off);
-		errno = ENOMEM;
-		return -1;
-	}
-	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-	int rc = wake_on_grid(late, wakes, first_ns, period_ms * NS_PER_MS);
-	if (rc == 0)
-		summarise(late, wakes, 1, 1, off, period_ms, out);
-	free(late);
-	free(off);
-	return rc;
+	return measure(wakes, wakes - 1, first_ns, period_ms, 1, 1, out);
 }
 
 void wake_floor_report(struct report *r, const char *impl, const struct wake_floor *f)

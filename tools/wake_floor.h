@@ -33,7 +33,7 @@ int wake_floor_measure(double seconds, uint64_t lo_ms, uint64_t hi_ms, struct wa
  * intervals are consecutive wake-ups. A CPU idle that long wakes more slowly than one
  * woken every millisecond, so this is the floor a lone heartbeat is judged against;
  * measured in its own thread beside the run, it sees the machine the run sees.
- * Sets the calling thread's timer slack to 1 ns. 0, or -1 with errno set.
+ * Its timer slack is 1 ns meanwhile, then restored. 0, or -1 with errno set.
  */
 int wake_floor_every(uint64_t first_ns, uint64_t period_ms, size_t wakes, struct wake_floor *out);
 /* Its figures as a column of their own, named impl, and a note saying what it is. */
