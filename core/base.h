@@ -116,8 +116,16 @@ const char *tw__strerror(int err);
 int tw__struct_in(void *dst, size_t dst_size, const void *src, size_t src_size);
 void tw__struct_out(void *dst, size_t dst_size, const void *src, size_t src_size);
 
-/* RCU: rcu.c. Registers the calling thread with liburcu once. */
-void tw__rcu_ensure_registered(void);
+/* RCU: rcu.c. Whether the calling thread is registered with liburcu; registers it. */
+extern _Thread_local bool tw__rcu_registered;
+void tw__rcu_register(void);
+
+/* Registers the calling thread with liburcu once. */
+static inline void tw__rcu_ensure_registered(void)
+{
+	if (__builtin_expect(!tw__rcu_registered, 0))
+		tw__rcu_register();
+}
 /* Before the first engine: -TW_ENOMEM if the thread-exit hook could not be made. */
 int tw__rcu_init(void);
 

@@ -142,13 +142,46 @@ static inline unsigned executors_running(const struct tw_engine *e)
 	return atomic_load_explicit(&e->executors_running, memory_order_acquire);
 }
 
+/*
+ * The engine's time and its 1 ms grid (engine_clock.c). Inline: a session reset is a few
+ * dozen instructions besides, and calls cost it the overlap of its cache misses
+ * (perf/README.md, "A postpone short enough to overlap").
+ */
+
 /* The engine's time: monotonic_ns(), or the manual clock. */
-uint64_t tw__engine_now_ns(const struct tw_engine *e);
-uint64_t tw__engine_tick_of(const struct tw_engine *e, uint64_t due_ns); /* first tick >= due */
-/* "now" for a delay a caller asks for: tw__engine_now_ns(), or the coarse clock
- * with its slack (tw_config.coarse_clock). */
-uint64_t tw__engine_call_now_ns(const struct tw_engine *e);
-uint64_t tw__engine_due_at_ns(const struct tw_engine *e, uint64_t now_ns, uint64_t delay_ms);
+static inline uint64_t tw__engine_now_ns(const struct tw_engine *e)
+{
+	if (e->cfg.manual_clock)
+		return atomic_load_explicit(&e->manual_now_ns, memory_order_acquire);
+	return monotonic_ns();
+}
+
+/* The coarse clock with its slack (tw_config.coarse_clock). */
+uint64_t tw__engine_coarse_now_ns(const struct tw_engine *e);
+
+/* "now" for a delay a caller asks for: tw__engine_now_ns(), or the coarse clock. */
+static inline uint64_t tw__engine_call_now_ns(const struct tw_engine *e)
+{
+	return e->coarse_slack_ns ? tw__engine_coarse_now_ns(e) : tw__engine_now_ns(e);
+}
+
+/* The first tick at or after due_ns. */
+static inline uint64_t tw__engine_tick_of(const struct tw_engine *e, uint64_t due_ns)
+{
+	return due_ns > e->epoch_ns ? (due_ns - e->epoch_ns + NS_PER_MS - 1) / NS_PER_MS : 0;
+}
+
+/*
+ * The due of a delay counted from now_ns, rounded up to the engine's 1 ms
+ * grid: a due on the grid is fired at its own tick, so its lateness is the
+ * engine's alone, and rounding up never shortens a delay (it may add < 1 ms).
+ */
+static inline uint64_t tw__engine_due_at_ns(const struct tw_engine *e, uint64_t now_ns,
+					    uint64_t delay_ms)
+{
+	return e->epoch_ns + (tw__engine_tick_of(e, now_ns) + delay_ms) * NS_PER_MS;
+}
+
 void tw__engine_log(const struct tw_engine *e, int level, const char *fmt, ...);
 
 #endif

@@ -13,13 +13,13 @@
 char tw__rcu_grace_token;
 static pthread_key_t registration_key;
 static pthread_once_t registration_once = PTHREAD_ONCE_INIT;
-static _Thread_local bool registered;
+_Thread_local bool tw__rcu_registered;
 
 static void unregister_at_exit(void *unused)
 {
 	(void)unused;
 	urcu_memb_unregister_thread();
-	registered = false;
+	tw__rcu_registered = false;
 }
 
 static bool key_made;
@@ -35,15 +35,13 @@ int tw__rcu_init(void)
 	return key_made ? TW_OK : -TW_ENOMEM;
 }
 
-void tw__rcu_ensure_registered(void)
+void tw__rcu_register(void)
 {
-	if (registered)
-		return;
 	urcu_memb_register_thread();
 	/* A thread left registered after its exit would leave liburcu's registry pointing at
 	 * freed memory, and no error can be returned from here: glibc needs memory for a
 	 * key's value only past the process's first 32 keys, and without it we stop. */
 	if (pthread_setspecific(registration_key, (void *)1))
 		abort();
-	registered = true;
+	tw__rcu_registered = true;
 }
