@@ -507,11 +507,74 @@ static ALWAYS_INLINE int op_cancel(struct tw_engine *e, struct tw_task *task, ui
 	return TW_OK;
 }
 
-int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms)
+static __attribute__((noinline)) int set_delay_any(tw_engine *e, tw_id id, uint64_t delay_ms)
 {
 	if (e && check_delay(delay_ms))
 		return delay_ms == TW_NEVER ? with_task(e, id, op_set_never, 0, false) : -TW_ERANGE;
 	return with_task(e, id, op_set_delay, delay_ms, true);
+}
+
+/* tw_set_delay's answer when the wheel thread is to be woken once the lock is dropped. */
+enum { WAKE_THEN_OK = 1 };
+
+/* Lock held: op_set_delay for the cases postponed() leaves (an earlier due, a task the wheel
+ * does not hold, a paused one); TW_OK, -TW_ESTATE or WAKE_THEN_OK. */
+static __attribute__((noinline)) int set_delay_locked(struct tw_engine *e, struct tw_task *task,
+						      uint64_t delay_ms, uint64_t now_ns)
+{
+	struct after_unlock after = { 0 };
+	int rc = op_set_delay(e, task, delay_ms, now_ns, &after);
+	return rc == TW_OK && after.wake ? WAKE_THEN_OK : rc;
+}
+
+/* Lock held: op_set_delay when the new due is no earlier than where the wheel filed the task
+ * (a postpone), which needs no mail; false, having changed nothing, for any other case. */
+static ALWAYS_INLINE bool postponed(struct tw_engine *e, struct tw_task *task, uint64_t delay_ms,
+				    uint64_t now_ns)
+{
+	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+	uint64_t tick = tw__engine_tick_of(e, now_ns) + delay_ms;
+	if ((state != TW_WAITING && state != TW_RUNNING) || task->filing != FILED_DUE ||
+	    tick < wheel_entry_due(&task->entry))
+		return false;
+	task->delay_ms = (uint32_t)delay_ms;
+	task->rerun = false; /* as op_set_delay */
+	atomic_store_explicit(&task->due_ns, e->epoch_ns + tick * NS_PER_MS, memory_order_relaxed);
+	return true;
+}
+
+/*
+ * A session reset, the hot path of the gateways, is short: at a million tasks each call
+ * costs a cache miss on the task's line, and the misses of consecutive calls overlap only if
+ * the calls are short enough (perf/README.md, "A postpone short enough to overlap"). So this
+ * inlines what a postpone does and leaves the rest out of line: set_delay_locked under the
+ * lock, set_delay_any for a thread new to the library, a delay of 2^31 ms or more, TW_NEVER,
+ * an out-of-range delay and a halted engine.
+ */
+int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms)
+{
+	if (__builtin_expect(!e || delay_ms >= WIDE_BIT || !tw__rcu_registered ||
+				     atomic_load(&e->stopping),
+			     0))
+		return set_delay_any(e, id, delay_ms);
+	urcu_memb_read_lock();
+	struct tw_task *task = fetch_ahead(e, id);
+	uint64_t now_ns = tw__engine_call_now_ns(e);
+	int rc = -TW_ENOTFOUND;
+	if (task && atomic_load_explicit(&task->id, memory_order_acquire) == id) {
+		tw__task_lock(task);
+		if (atomic_load_explicit(&task->id, memory_order_relaxed) == id)
+			rc = postponed(e, task, delay_ms, now_ns) ?
+				     TW_OK :
+				     set_delay_locked(e, task, delay_ms, now_ns);
+		tw__task_unlock(task);
+	}
+	read_section_end();
+	if (__builtin_expect(rc == WAKE_THEN_OK, 0)) {
+		tw__engine_wake(e);
+		rc = TW_OK;
+	}
+	return rc;
 }
 
 int tw_set_due(tw_engine *e, tw_id id, uint64_t due_ns)
