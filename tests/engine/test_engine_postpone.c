@@ -5,7 +5,8 @@
  * tw_set_delay keeps it short; every other case (a task not yet taken in by the wheel, an
  * earlier due, a paused or running task, TW_NEVER, a delay of 2^31 ms or more, a stale id, a
  * stopped engine, a thread new to the library) takes the general path. Each must give the
- * due asked for and the code the header promises. On the manual clock, whose time is exact.
+ * due asked for and the code the header promises. On the manual clock, whose time is exact,
+ * but for the last two: a wheel thread that sleeps until a due far ahead, on the real clock.
  */
 #include "engine_test_support.h"
 
@@ -260,4 +261,47 @@ Test(postpone, the_new_due_replaces_a_firing_that_waits_for_the_run)
 	cr_assert_eq(atomic_load(&r->runs), 2);
 	cr_assert_eq(r->due[1], t0 + MS(21));
 	destroy_expecting_one_release(e, r);
+}
+
+/* On the real clock: a wheel thread that sleeps until a due far ahead takes in no change
+ * due after it until then. */
+static tw_engine *real_engine(void)
+{
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = 1;
+	return engine_new(&cfg);
+}
+
+Test(postpone, a_task_not_taken_in_yet_keeps_its_later_due, .timeout = 30)
+{
+	tw_engine *e = real_engine();
+	struct counts first = { 0 };
+	add_counted(e, &first, 1000, 0); /* the wheel thread sleeps until this one's due */
+	sleep_ms(50);
+	struct recorder *r = recorder_new(e);
+	tw_id id = add_recorded(e, r, 1500, 0, 0); /* due after that: waits in the mailbox */
+	cr_assert_eq(tw_set_delay(e, id, 2500), TW_OK);
+	uint64_t due = info_of(e, id).next_due_ns;
+	cr_assert(wait_eq(&first.runs, 1));
+	cr_assert(wait_eq(&r->runs, 1), "the postponed task never ran");
+	cr_assert_eq(r->due[0], due, "ran for a due it no longer had");
+	destroy_expecting_one_release(e, r);
+	cr_assert_eq(atomic_load(&first.releases), 1);
+}
+
+Test(postpone, an_earlier_due_wakes_a_wheel_thread_that_sleeps_long, .timeout = 30)
+{
+	tw_engine *e = real_engine();
+	struct counts far = { 0 };
+	add_counted(e, &far, 60000, 0); /* the wheel thread sleeps until this one's due */
+	sleep_ms(50);
+	struct recorder *r = recorder_new(e);
+	tw_id id = add_recorded(e, r, 90000, 0, 0);       /* waits in the mailbox */
+	cr_assert_eq(tw_set_delay(e, id, 120000), TW_OK); /* later still */
+	cr_assert_eq(tw_set_delay(e, id, 20), TW_OK);     /* earlier: the wheel must wake */
+	cr_assert(wait_eq(&r->runs, 1), "the task waited for the wheel thread's own wake-up");
+	cr_assert_eq(atomic_load(&far.runs), 0);
+	destroy_expecting_one_release(e, r);
+	cr_assert_eq(atomic_load(&far.releases), 1);
 }
