@@ -19,6 +19,19 @@
 	cr_assert_eq(info_of(e, id).next_due_ns, (at_ns), "next_due_ns %" PRIu64 ", not %" PRIu64, \
 		     info_of(e, id).next_due_ns, (uint64_t)(at_ns))
 
+/* The manual clock moves ms on: r's task runs no more up to 1 ms before, then once, for the
+ * due at_ns. */
+static void runs_once_in_at(tw_engine *e, struct recorder *r, uint64_t ms, uint64_t at_ns, int line)
+{
+	uint64_t before = atomic_load(&r->runs);
+	step_at(e, ms - 1, line);
+	cr_assert_eq(atomic_load(&r->runs), before, "line %d: ran before its due", line);
+	step_at(e, 1, line);
+	cr_assert_eq(atomic_load(&r->runs), before + 1, "line %d: did not run at its due", line);
+	cr_assert_eq(r->due[before], at_ns, "line %d: ran for another due", line);
+}
+#define runs_once_in(e, r, ms, at_ns) runs_once_in_at(e, r, ms, at_ns, __LINE__)
+
 Test(postpone, a_later_due_on_a_task_the_wheel_holds_fires_then)
 {
 	tw_engine *e = manual_engine(1);
@@ -28,11 +41,7 @@ Test(postpone, a_later_due_on_a_task_the_wheel_holds_fires_then)
 	step(e, 10); /* the wheel has taken the task in */
 	cr_assert_eq(tw_set_delay(e, id, 500), TW_OK);
 	assert_due(e, id, t0 + MS(510));
-	step(e, 499);
-	cr_assert_eq(atomic_load(&r->runs), 0, "ran at its old due or early");
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(r->due[0], t0 + MS(510));
+	runs_once_in(e, r, 500, t0 + MS(510));
 	destroy_expecting_one_release(e, r);
 }
 
@@ -44,11 +53,7 @@ Test(postpone, a_later_due_before_the_wheel_took_the_task_in)
 	tw_id id = add_recorded(e, r, 100, 0, 0);
 	cr_assert_eq(tw_set_delay(e, id, 300), TW_OK); /* at once: mailed, maybe not taken in */
 	assert_due(e, id, t0 + MS(300));
-	step(e, 299);
-	cr_assert_eq(atomic_load(&r->runs), 0);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(r->due[0], t0 + MS(300));
+	runs_once_in(e, r, 300, t0 + MS(300));
 	destroy_expecting_one_release(e, r);
 }
 
@@ -64,9 +69,7 @@ Test(postpone, repeated_resets_keep_only_the_last)
 		step(e, 10);
 	}
 	cr_assert_eq(atomic_load(&r->runs), 0, "a reset session timed out");
-	step(e, 40);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(r->due[0], t0 + MS(1 + 39 * 10 + 50));
+	runs_once_in(e, r, 40, t0 + MS(1 + 39 * 10 + 50));
 	destroy_expecting_one_release(e, r);
 }
 
@@ -79,11 +82,7 @@ Test(postpone, an_earlier_due_moves_the_task_forward)
 	step(e, 5);
 	cr_assert_eq(tw_set_delay(e, id, 20), TW_OK);
 	assert_due(e, id, t0 + MS(25));
-	step(e, 19);
-	cr_assert_eq(atomic_load(&r->runs), 0);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(r->due[0], t0 + MS(25));
+	runs_once_in(e, r, 20, t0 + MS(25));
 	destroy_expecting_one_release(e, r);
 }
 
@@ -118,10 +117,7 @@ Test(postpone, a_paused_task_takes_the_delay_on_resume)
 	step(e, 200);
 	cr_assert_eq(tw_resume(e, id), TW_OK);
 	assert_due(e, id, t0 + MS(510));
-	step(e, 299);
-	cr_assert_eq(atomic_load(&r->runs), 0);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 1);
+	runs_once_in(e, r, 300, t0 + MS(510));
 	destroy_expecting_one_release(e, r);
 }
 
@@ -137,11 +133,8 @@ Test(postpone, a_running_one_shot_runs_again_at_its_new_due)
 	atomic_store(&r->block, false);
 	gate_open(&r->gate, 1);
 	quiesce(e);
-	step(e, 49);
 	cr_assert_eq(atomic_load(&r->runs), 1);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 2);
-	cr_assert_eq(r->due[1], t0 + MS(51));
+	runs_once_in(e, r, 50, t0 + MS(51));
 	destroy_expecting_one_release(e, r);
 }
 
@@ -158,8 +151,7 @@ Test(postpone, never_then_a_delay)
 	cr_assert_eq(atomic_load(&r->runs), 0);
 	cr_assert_eq(tw_set_delay(e, id, 7), TW_OK);
 	assert_due(e, id, t0 + MS(108));
-	step(e, 7);
-	cr_assert_eq(atomic_load(&r->runs), 1);
+	runs_once_in(e, r, 7, t0 + MS(108));
 	destroy_expecting_one_release(e, r);
 }
 
@@ -255,11 +247,7 @@ Test(postpone, the_new_due_replaces_a_firing_that_waits_for_the_run)
 	gate_open(&r->gate, 1);
 	quiesce(e);
 	cr_assert_eq(atomic_load(&r->runs), 1, "the replaced firing ran");
-	step(e, 9);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 2);
-	cr_assert_eq(r->due[1], t0 + MS(21));
+	runs_once_in(e, r, 10, t0 + MS(21));
 	destroy_expecting_one_release(e, r);
 }
 
