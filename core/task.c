@@ -220,13 +220,6 @@ static int grow(struct task_table *t, struct tw_task **fresh)
 	return TW_OK;
 }
 
-static struct tw_task *slot_at(struct task_dir *d, uint32_t index)
-{
-	struct tw_task *chunk =
-		atomic_load_explicit(&d->chunk[index >> TABLE_CHUNK_BITS], memory_order_acquire);
-	return &chunk[index & TABLE_CHUNK_MASK];
-}
-
 /* Lock held, t->free_slots > 0: the free slot of lowest address, taken off the maps. */
 static uint32_t take_free_slot(struct task_table *t)
 {
@@ -270,7 +263,7 @@ struct tw_task *tw__table_take(struct task_table *t, tw_id *id, int *error)
 	pthread_mutex_lock(&t->lock);
 	if (t->free_slots) {
 		uint32_t index = take_free_slot(t);
-		task = slot_at(t->dir, index);
+		task = table_slot_at(t->dir, index);
 		*id = make_id(task->free.generation + 1, index);
 	} else {
 		size_t room = atomic_load_explicit(&t->dir->chunks, memory_order_relaxed) *
@@ -279,7 +272,7 @@ struct tw_task *tw__table_take(struct task_table *t, tw_id *id, int *error)
 			goto out;
 		uint32_t index = t->used / TABLE_CHUNK_SLOTS << TABLE_CHUNK_BITS |
 				 t->used % TABLE_CHUNK_SLOTS;
-		task = slot_at(t->dir, index);
+		task = table_slot_at(t->dir, index);
 		*id = make_id(1, index);
 		t->used++;
 	}
@@ -389,7 +382,6 @@ void tw__assert_wheel_thread(const char *where)
 }
 #endif
 
-#ifdef NDEBUG
 void tw__task_lock_contended(struct tw_task *task)
 {
 	for (unsigned spins = 1;
@@ -397,13 +389,12 @@ void tw__task_lock_contended(struct tw_task *task)
 		if (++spins % 64 == 0)
 			sched_yield();
 }
-#else
+
+#ifndef NDEBUG
 void tw__task_lock(struct tw_task *task)
 {
-	for (unsigned spins = 0;
-	     atomic_flag_test_and_set_explicit(&task->lock, memory_order_acquire);)
-		if (++spins % 64 == 0)
-			sched_yield();
+	if (atomic_flag_test_and_set_explicit(&task->lock, memory_order_acquire))
+		tw__task_lock_contended(task);
 	note_locked(task);
 }
 

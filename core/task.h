@@ -455,6 +455,14 @@ struct tw_task *tw__table_find(struct task_table *t, tw_id id);
 /* The slot that id names, whatever it now holds, or NULL: its address only,
  * for a prefetch. Call inside an RCU read-side section. Inline: every
  * operation on a task starts here. */
+/* The slot at index, in a chunk the directory d holds. */
+static inline struct tw_task *table_slot_at(struct task_dir *d, uint32_t index)
+{
+	struct tw_task *chunk =
+		atomic_load_explicit(&d->chunk[index >> TABLE_CHUNK_BITS], memory_order_acquire);
+	return &chunk[index & TABLE_CHUNK_MASK];
+}
+
 static inline struct tw_task *tw__table_slot(struct task_table *t, tw_id id)
 {
 	struct task_dir *d = rcu_dereference(t->dir);
@@ -464,9 +472,7 @@ static inline struct tw_task *tw__table_slot(struct task_table *t, tw_id id)
 	    (index >> TABLE_CHUNK_BITS) >= atomic_load_explicit(&d->chunks, memory_order_acquire) ||
 	    (index & TABLE_CHUNK_MASK) >= TABLE_CHUNK_SLOTS)
 		return NULL;
-	struct tw_task *chunk =
-		atomic_load_explicit(&d->chunk[index >> TABLE_CHUNK_BITS], memory_order_acquire);
-	return &chunk[index & TABLE_CHUNK_MASK];
+	return table_slot_at(d, index);
 }
 /* Chunk i's TABLE_CHUNK_SLOTS slots, or NULL past the last chunk; not inside a read-side
  * section. Chunks are never moved or freed before the engine: read them outside one. */
@@ -530,8 +536,8 @@ static inline void task_move(struct tw_task *task, struct end_counts *c, uint8_t
 /* task.c: the task's own small lock (a spin lock: it is held for a few dozen instructions).
  * Release builds take it inline when it is free, as every operation on a task does: a
  * call cost the fast paths more than the lock. Debug builds check who holds what. */
+void tw__task_lock_contended(struct tw_task *task); /* spins until it takes the lock */
 #ifdef NDEBUG
-void tw__task_lock_contended(struct tw_task *task);
 static inline void tw__task_lock(struct tw_task *task)
 {
 	if (__builtin_expect(atomic_flag_test_and_set_explicit(&task->lock, memory_order_acquire),
