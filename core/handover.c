@@ -106,6 +106,10 @@ void tw__executor_take_ended(struct executor *x, void (*take)(struct tw_task *, 
 {
 	enum { AHEAD = 8 }; /* tasks whose line 0 is loaded ahead of their turn */
 	uint64_t head = atomic_load_explicit(&x->ended_head, memory_order_relaxed), tail;
+	/* Most rounds find the ring empty: head is then not written, so that its line stays in
+	 * the executor's cache. A task mailed just after this look is seen by may_sleep's. */
+	if (atomic_load_explicit(&x->ended_tail, memory_order_acquire) == head)
+		return;
 	do {
 		tail = atomic_load_explicit(&x->ended_tail, memory_order_acquire);
 		for (uint64_t i = head; i < tail; i++) {
@@ -120,10 +124,14 @@ void tw__executor_take_ended(struct executor *x, void (*take)(struct tw_task *, 
 	} while (atomic_load_explicit(&x->ended_tail, memory_order_seq_cst) != head);
 }
 
+/* The first waker of a sleep marks the executor awake: a kick later in the same round (the
+ * wheel thread kicks every KICK_BATCH firings) then makes no futex call, which would find no
+ * waiter while the woken thread is on its way out of the wait. */
 void tw__executor_wake(struct executor *x)
 {
 	atomic_fetch_add_explicit(&x->signal, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&x->sleeping, memory_order_seq_cst))
+	if (atomic_load_explicit(&x->sleeping, memory_order_seq_cst) &&
+	    atomic_exchange_explicit(&x->sleeping, false, memory_order_seq_cst))
 		tw__futex_wake_all(&x->signal);
 }
 
