@@ -293,6 +293,9 @@ static void *executor_main(void *arg)
 	struct firing f;
 	executing_for = e;
 	executing_on = x;
+	char name[16]; /* the kernel's limit, the NUL included */
+	(void)snprintf(name, sizeof name, "tw-exec-%u", x->index);
+	(void)pthread_setname_np(pthread_self(), name); /* fails only for a longer name */
 	if (e->cfg.pin_executors)
 		pin(x);
 	for (;;) {

@@ -812,6 +812,7 @@ static void *wheel_main(void *arg)
 	tw__note_wheel_thread();
 #endif
 	tw__rcu_ensure_registered();
+	(void)pthread_setname_np(pthread_self(), "tw-wheel"); /* fails only for a longer name */
 	/* Without the least slack the kernel may defer each wake-up by up to 50 us; a refusal
 	 * costs precision, not correctness. */
 	(void)prctl(PR_SET_TIMERSLACK, 1UL);

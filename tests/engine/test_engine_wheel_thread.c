@@ -6,6 +6,9 @@
 #include "engine_test_support.h"
 
 #include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 /* What a callback saw of its thread and of the calls it made. */
 struct seen {
@@ -380,6 +383,68 @@ static unsigned thread_count(void)
 		n += entry->d_name[0] != '.';
 	closedir(d);
 	return n;
+}
+
+/* How many threads of this process are named name now. */
+static unsigned threads_named(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	cr_assert_not_null(d);
+	unsigned n = 0;
+	struct dirent *entry;
+	while ((entry = readdir(d))) {
+		if (entry->d_name[0] == '.')
+			continue;
+		char path[300], comm[32] = "";
+		(void)snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue; /* the thread ended meanwhile */
+		if (fgets(comm, sizeof comm, f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+		n += strcmp(comm, name) == 0;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Whether one thread is named name within a few seconds: a thread names itself as it
+ * starts, which may come after tw_engine_create returned. */
+static bool one_thread_named(const char *name)
+{
+	for (int i = 0; i < 5000; i++) {
+		if (threads_named(name) == 1)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/* tickwheel.h: the wheel thread is "tw-wheel", executor N "tw-exec-N", and callbacks run
+ * on the threads of those names. */
+Test(wheel_thread, threads_are_named)
+{
+	tw_engine *e = manual_engine(2);
+	cr_assert(one_thread_named("tw-wheel"));
+	cr_assert(one_thread_named("tw-exec-0"));
+	cr_assert(one_thread_named("tw-exec-1"));
+	cr_assert_eq(threads_named("tw-exec-2"), 0);
+	struct seen on_wheel = { .engine = e }, on_executor = { .engine = e };
+	add_seen(e, &on_wheel, 1, 0, TW_ON_WHEEL_THREAD);
+	add_seen(e, &on_executor, 1, 0, 0);
+	step(e, 1);
+	cr_assert_eq(atomic_load(&on_wheel.runs), 1);
+	cr_assert_eq(atomic_load(&on_executor.runs), 1);
+	char name[16];
+	cr_assert_eq(pthread_getname_np(on_wheel.thread[0], name, sizeof name), 0);
+	cr_assert_str_eq(name, "tw-wheel");
+	cr_assert_eq(pthread_getname_np(on_executor.thread[0], name, sizeof name), 0);
+	cr_assert(strcmp(name, "tw-exec-0") == 0 || strcmp(name, "tw-exec-1") == 0,
+		  "an executor task ran on a thread named '%s'", name);
+	tw_engine_destroy(e);
+	cr_assert_eq(threads_named("tw-wheel"), 0, "the wheel thread outlived its engine");
+	assert_no_leaks();
 }
 
 static int stop_callback(const tw_fire *fire, void *arg)
