@@ -161,9 +161,10 @@
  * The engine's threads are named, for top -H, ps -L, perf and
  * /proc/<pid>/task/<tid>/comm: "tw-wheel" for the wheel thread and
  * "tw-exec-N" for executor N (0 up; spares go on from the last executor).
- * A thread names itself as it starts, which may be just after
- * tw_engine_create returns; a callback that renames its thread renames
- * the executor. liburcu runs a thread of its own (call_rcu).
+ * They are named by the time tw_engine_create returns (a spare, by the
+ * time it starts; without /proc mounted, as each thread starts). A
+ * callback that renames its thread renames the executor. liburcu runs a
+ * thread of its own (call_rcu).
  *
  * Tasks on the wheel thread (TW_ON_WHEEL_THREAD), for short callbacks such
  * as a heartbeat that writes one message: the callback runs on the wheel

@@ -286,6 +286,16 @@ static void pin(struct executor *x)
 		tw__engine_log(x->engine, TW_LOG_WARNING, "could not pin executor %u", x->index);
 }
 
+/* "tw-exec-N": by its creator, so that it is named once tw_engine_create returns (through
+ * /proc), and by itself as it starts (through prctl, which needs no /proc). Either fails only
+ * without /proc, or for a name longer than the kernel's 15 characters. */
+static void name_thread(const struct executor *x, pthread_t thread)
+{
+	char name[16];
+	(void)snprintf(name, sizeof name, "tw-exec-%u", x->index);
+	(void)pthread_setname_np(thread, name);
+}
+
 static void *executor_main(void *arg)
 {
 	struct executor *x = arg;
@@ -293,9 +303,7 @@ static void *executor_main(void *arg)
 	struct firing f;
 	executing_for = e;
 	executing_on = x;
-	char name[16]; /* the kernel's limit, the NUL included */
-	(void)snprintf(name, sizeof name, "tw-exec-%u", x->index);
-	(void)pthread_setname_np(pthread_self(), name); /* fails only for a longer name */
+	name_thread(x, pthread_self());
 	if (e->cfg.pin_executors)
 		pin(x);
 	for (;;) {
@@ -340,6 +348,7 @@ static int start_thread(struct executor *x)
 	int err = pthread_create(&x->thread, NULL, executor_main, x);
 	if (err) /* EAGAIN: out of threads (RLIMIT_NPROC, threads-max) or their memory */
 		return err == EAGAIN ? -TW_ERESOURCE : -TW_ENOMEM;
+	name_thread(x, x->thread);
 	x->started = true;
 	return TW_OK;
 }

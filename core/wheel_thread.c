@@ -812,7 +812,7 @@ static void *wheel_main(void *arg)
 	tw__note_wheel_thread();
 #endif
 	tw__rcu_ensure_registered();
-	(void)pthread_setname_np(pthread_self(), "tw-wheel"); /* fails only for a longer name */
+	(void)pthread_setname_np(pthread_self(), "tw-wheel"); /* also here: see below */
 	/* Without the least slack the kernel may defer each wake-up by up to 50 us; a refusal
 	 * costs precision, not correctness. */
 	(void)prctl(PR_SET_TIMERSLACK, 1UL);
@@ -887,6 +887,9 @@ int tw__wheel_thread_start(struct tw_engine *e)
 	int err = pthread_create(&e->wheel_thread, NULL, wheel_main, e);
 	if (err)
 		return err == EAGAIN ? -TW_ERESOURCE : -TW_ENOMEM;
+	/* Named here, so that it is once tw_engine_create returns (through /proc), and by
+	 * itself as it starts (through prctl, which needs no /proc). */
+	(void)pthread_setname_np(e->wheel_thread, "tw-wheel");
 	e->wheel_thread_started = true;
 	return TW_OK;
 }

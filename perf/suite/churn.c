@@ -11,10 +11,9 @@
  *             once a second)
  *   --quick:  --seconds 3
  *
- * The wheel thread's CPU is read from /proc/self/task/TID/schedstat: the
- * engine names no thread, so it is the engine's thread that sleeps in
- * epoll_wait (executors sleep on a futex). If it cannot be found, the figure
- * is the process's CPU minus the rescheduling thread's, executors included.
+ * The wheel thread's CPU is read from /proc/self/task/TID/schedstat of the
+ * thread named "tw-wheel". If it cannot be read, the figure is the process's
+ * CPU minus the rescheduling thread's, executors included.
  */
 #include "suite.h"
 #include "suite_util.h"
@@ -26,9 +25,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-
-enum { MAX_THREADS = 256 };
 
 struct churn {
 	tw_engine *e;
@@ -68,36 +64,6 @@ static void reschedule_one(struct churn *c)
 		c->failed += tw_set_delay(c->e, c->ids[i], delay) != TW_OK;
 		c->set_delay++;
 	}
-}
-
-static bool listed(const pid_t *tids, size_t n, pid_t tid)
-{
-	for (size_t i = 0; i < n; i++)
-		if (tids[i] == tid)
-			return true;
-	return false;
-}
-
-/* The engine's thread blocked in epoll_wait, among those started since `before`. */
-static pid_t find_wheel_thread(const pid_t *before, size_t nbefore)
-{
-	pid_t now[MAX_THREADS];
-	for (unsigned attempt = 0; attempt < 200; attempt++) {
-		size_t n = su_threads(now, MAX_THREADS);
-		for (size_t i = 0; i < n && i < MAX_THREADS; i++) {
-			if (listed(before, nbefore, now[i]))
-				continue;
-			long nr = su_thread_syscall(now[i]);
-			if (nr == SYS_epoll_wait || nr == SYS_epoll_pwait
-#ifdef SYS_epoll_pwait2
-			    || nr == SYS_epoll_pwait2
-#endif
-			)
-				return now[i];
-		}
-		monotonic_sleep_until(monotonic_now_ns() + 1000000u);
-	}
-	return 0;
 }
 
 static int populate(struct churn *c)
@@ -153,7 +119,7 @@ static void report_run(struct report *r, const struct churn *c, const tw_engine_
 	report_add(r, tw, "reschedule_failures", (double)c->failed, "calls", BETTER_LOWER);
 	report_target(r, "reschedule_failures", "<=", 0);
 	if (found)
-		report_note(r, "wheel CPU: the engine thread sleeping in epoll_wait, from "
+		report_note(r, "wheel CPU: the thread named tw-wheel, from "
 			       "/proc/self/task/TID/schedstat");
 	else
 		report_note(r, "wheel thread not found: wheel CPU is the process's minus the "
@@ -190,28 +156,23 @@ int scenario_churn(const struct suite_options *opt, struct report *r)
 	c.ids = malloc(c.n * sizeof *c.ids);
 	c.period_ms = malloc(c.n * sizeof *c.period_ms);
 	c.order = bench_permutation(c.n, &c.rng);
-	pid_t before[MAX_THREADS];
-	size_t nbefore = su_threads(before, MAX_THREADS);
 	tw_config cfg;
 	tw_config_init(&cfg);
 	cfg.executors = opt->executors;
 	int rc = !c.ids || !c.period_ms || !c.order ? -TW_ENOMEM : tw_engine_create(&cfg, &c.e);
-	if (!rc && nbefore > MAX_THREADS)
-		rc = -TW_ENOMEM;
 	if (!rc)
 		rc = populate(&c);
 	if (rc) {
 		fprintf(stderr, "tw-perf churn: set-up: %s\n", tw_strerror(rc));
 	} else {
-		pid_t wheel = find_wheel_thread(before, nbefore);
 		tw_engine_stats s0, s1;
 		tw_stats(c.e, &s0);
 		double cpu0 = process_cpu_seconds();
 		uint64_t mine0 = su_self_cpu_ns();
-		int64_t wheel0 = wheel ? su_thread_cpu_ns(wheel) : -1;
+		int64_t wheel0 = su_threads_cpu_ns("tw-wheel"); /* tickwheel.h names it */
 		uint64_t start = monotonic_now_ns();
 		churn_for(&c, rate, start, start + (uint64_t)(seconds * 1e9));
-		int64_t wheel1 = wheel ? su_thread_cpu_ns(wheel) : -1;
+		int64_t wheel1 = su_threads_cpu_ns("tw-wheel");
 		double wall_s = (double)(monotonic_now_ns() - start) / 1e9;
 		tw_stats(c.e, &s1);
 		bool found = wheel0 >= 0 && wheel1 >= 0;

@@ -135,9 +135,11 @@ int heartbeats_run(const struct loop_impl *impl, const struct params *p, struct 
 		return 2;
 	}
 	uint64_t armed = monotonic_now_ns(), w0 = impl->wakeups(loop);
+	int64_t wheel0 = su_threads_cpu_ns("tw-wheel"), executors0 = su_threads_cpu_ns("tw-exec-");
 	double cpu0 = process_cpu_seconds();
 	impl->run_until(loop, b->end_ns);
 	double cpu = process_cpu_seconds() - cpu0;
+	int64_t wheel1 = su_threads_cpu_ns("tw-wheel"), executors1 = su_threads_cpu_ns("tw-exec-");
 	double wall = (double)(monotonic_now_ns() - armed) / 1e9;
 	uint64_t wakeups = impl->wakeups(loop) - w0;
 	if (extra && extra->ended)
@@ -154,6 +156,16 @@ int heartbeats_run(const struct loop_impl *impl, const struct params *p, struct 
 	heartbeats_report_run(r, o, b, cpu);
 	report_add(r, impl->name, "wakeups_per_second", wall > 0 ? (double)wakeups / wall : 0,
 		   "1/s", BETTER_LOWER);
+	if (wheel0 >= 0 && wheel1 >= wheel0 && executors0 >= 0 && executors1 >= executors0) {
+		/* tickwheel's threads: what a wake-up costs the wheel thread, what a run costs
+		 * the executors; the rest of cpu_per_run is the wheel thread's share */
+		report_add(r, impl->name, "wheel_cpu_per_wakeup",
+			   wakeups ? (double)(wheel1 - wheel0) / 1e3 / (double)wakeups : 0, "us",
+			   BETTER_LOWER);
+		report_add(r, impl->name, "executors_cpu_per_run",
+			   o->runs ? (double)(executors1 - executors0) / 1e3 / (double)o->runs : 0,
+			   "us", BETTER_LOWER);
+	}
 	if (atomic_load(&b->overflow))
 		report_note(r, "%s: %llu runs beyond the room planned (a bug here)", impl->name,
 			    (unsigned long long)atomic_load(&b->overflow));

@@ -80,6 +80,7 @@ struct params {
 struct outcome {
 	const char *impl;
 	double p99_us, cpu_per_run_us;
+	size_t runs;
 	double cdf_x[CDF_POINTS], cdf_y[CDF_POINTS];
 	size_t cdf_n;
 	double dev_y[DEV_BINS + 2]; /* [0]: below the range, [DEV_BINS + 1]: above */

@@ -83,6 +83,7 @@ static void report_runs(struct report *r, struct outcome *o, struct beats *b, do
 	o->p99_us = lateness_quantile_us(b->late, runs, 0.99);
 	o->cdf_n = lateness_cdf_of(b->late, runs, o->cdf_x, o->cdf_y, CDF_POINTS);
 	o->cpu_per_run_us = runs ? cpu * 1e6 / (double)runs : 0;
+	o->runs = runs;
 	report_series(r, o->impl, "lateness_cdf", o->cdf_x, o->cdf_y, o->cdf_n);
 	report_add(r, o->impl, "runs", (double)runs, "runs", BETTER_NEITHER);
 	report_add(r, o->impl, "runs_before_due", (double)early, "runs", BETTER_LOWER);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -120,18 +121,6 @@ static FILE *open_task_file(pid_t tid, const char *name)
 	return fopen(path, "r");
 }
 
-long su_thread_syscall(pid_t tid)
-{
-	FILE *f = open_task_file(tid, "syscall");
-	if (!f)
-		return -1;
-	long nr = -1;
-	if (fscanf(f, "%ld", &nr) != 1)
-		nr = -1; /* "running" */
-	fclose(f);
-	return nr;
-}
-
 int64_t su_thread_cpu_ns(pid_t tid)
 {
 	/* schedstat's first field is the thread's run time in ns; stat's
@@ -143,4 +132,35 @@ int64_t su_thread_cpu_ns(pid_t tid)
 	int got = fscanf(f, "%llu", &ns);
 	fclose(f);
 	return got == 1 ? (int64_t)ns : -1;
+}
+
+/* Whether thread tid's name begins with prefix. */
+static bool thread_named(pid_t tid, const char *prefix)
+{
+	FILE *f = open_task_file(tid, "comm");
+	if (!f)
+		return false;
+	char name[32] = "";
+	bool named = fgets(name, sizeof name, f) && strncmp(name, prefix, strlen(prefix)) == 0;
+	fclose(f);
+	return named;
+}
+
+int64_t su_threads_cpu_ns(const char *prefix)
+{
+	enum { MAX_THREADS = 4096 };
+	static pid_t tids[MAX_THREADS]; /* the suite's scenarios run one at a time */
+	size_t n = su_threads(tids, MAX_THREADS);
+	int64_t sum = 0;
+	bool found = false;
+	for (size_t i = 0; i < n && i < MAX_THREADS; i++) {
+		if (!thread_named(tids[i], prefix))
+			continue;
+		int64_t ns = su_thread_cpu_ns(tids[i]);
+		if (ns < 0)
+			return -1;
+		sum += ns;
+		found = true;
+	}
+	return found ? sum : -1;
 }

@@ -43,9 +43,11 @@ int su_pin_last_cpu(cpu_set_t *saved);
 
 /* The ids of the process's threads now, up to max; how many there are. */
 size_t su_threads(pid_t *out, size_t max);
-/* The system call thread tid is blocked in, -1 while it runs or unknown. */
-long su_thread_syscall(pid_t tid);
 /* CPU time the thread has used, in ns; -1 if it cannot be read. */
 int64_t su_thread_cpu_ns(pid_t tid);
+/* CPU time used by the threads of this process whose name begins with prefix (tickwheel's
+ * are "tw-wheel" and "tw-exec-N": tickwheel.h), summed, in ns; -1 if there is none, or one
+ * could not be read. A thread that ended is not counted. */
+int64_t su_threads_cpu_ns(const char *prefix);
 
 #endif

@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 /* What a callback saw of its thread and of the calls it made. */
 struct seen {
@@ -409,26 +408,14 @@ static unsigned threads_named(const char *name)
 	return n;
 }
 
-/* Whether one thread is named name within a few seconds: a thread names itself as it
- * starts, which may come after tw_engine_create returned. */
-static bool one_thread_named(const char *name)
-{
-	for (int i = 0; i < 5000; i++) {
-		if (threads_named(name) == 1)
-			return true;
-		usleep(1000);
-	}
-	return false;
-}
-
 /* tickwheel.h: the wheel thread is "tw-wheel", executor N "tw-exec-N", and callbacks run
  * on the threads of those names. */
 Test(wheel_thread, threads_are_named)
 {
 	tw_engine *e = manual_engine(2);
-	cr_assert(one_thread_named("tw-wheel"));
-	cr_assert(one_thread_named("tw-exec-0"));
-	cr_assert(one_thread_named("tw-exec-1"));
+	cr_assert_eq(threads_named("tw-wheel"), 1, "not named when tw_engine_create returned");
+	cr_assert_eq(threads_named("tw-exec-0"), 1);
+	cr_assert_eq(threads_named("tw-exec-1"), 1);
 	cr_assert_eq(threads_named("tw-exec-2"), 0);
 	struct seen on_wheel = { .engine = e }, on_executor = { .engine = e };
 	add_seen(e, &on_wheel, 1, 0, TW_ON_WHEEL_THREAD);
