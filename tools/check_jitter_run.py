@@ -58,7 +58,9 @@ def main():
     if units != FIGURES:
         fail('figures differ: %r' % sorted(set(units.items()) ^ set(FIGURES.items())))
     floor = {f['name'] for f in report['figures'] if f['impl'] == 'wake-up floor'}
-    if ('--floor' in options) != bool(floor) or (floor and not floor <= set(FIGURES)):
+    # the floor's own: what one of its wake-ups cost its thread
+    floor_own = {'cpu_per_wakeup'}
+    if ('--floor' in options) != bool(floor) or (floor and not floor <= set(FIGURES) | floor_own):
         fail('wake-up floor figures: %r' % sorted(floor))
     # A lone task of one period is also judged against a thread that sleeps as long.
     period = options[options.index('--period') + 1]

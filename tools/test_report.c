@@ -316,6 +316,9 @@ Test(wake_floor, counts_every_wake_up_and_every_interval)
 	cr_expect_leq(f.interval_sd_us, f.interval_worst_us);
 	cr_expect_leq(f.interval_off_p50_us, f.interval_off_p99_us);
 	cr_expect_leq(f.interval_off_p99_us, f.interval_worst_us);
+	cr_expect_gt(f.cpu_per_wakeup_us, 0, "a wake-up cost no CPU");
+	cr_expect_lt(f.cpu_per_wakeup_us, 1000, "%.1f us of CPU a 1 ms wake-up",
+		     f.cpu_per_wakeup_us);
 }
 
 /* Deviations of +5, -5, +25, -1500 us and +7 ms (beyond the histogram). */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 /* late[i]: how late the wake-up for grid time first + i steps came. */
@@ -69,6 +70,14 @@ static void summarise_intervals(const int64_t *late, size_t n, uint64_t lo_ms, u
 	out->interval_worst_us = quantile_us(off, out->intervals, 1);
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec t;
+	/* cannot fail for the calling thread's own clock */
+	(void)clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 /* n wake-ups on a grid step_ms apart from first_ns, with the calling thread's timer slack at
  * 1 ns meanwhile; intervals lo .. hi steps long, room for that many. */
 static int measure(size_t n, size_t room, uint64_t first_ns, uint64_t step_ms, uint64_t lo,
@@ -83,11 +92,14 @@ static int measure(size_t n, size_t room, uint64_t first_ns, uint64_t step_ms, u
 	}
 	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	uint64_t cpu0 = thread_cpu_ns();
 	int rc = wake_on_grid(late, n, first_ns, step_ms * NS_PER_MS);
+	uint64_t cpu = thread_cpu_ns() - cpu0;
 	if (slack > 0)
 		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
 	if (rc == 0) {
 		out->wakes = n;
+		out->cpu_per_wakeup_us = (double)cpu / 1e3 / (double)n;
 		out->step_ms = step_ms;
 		summarise_intervals(late, n, lo, hi, off, out);
 		sort_i64(late, n);
@@ -137,6 +149,7 @@ void wake_floor_report(struct report *r, const char *impl, const struct wake_flo
 	report_add(r, impl, "lateness_p50", f->lateness_p50_us, "us", BETTER_LOWER);
 	report_add(r, impl, "lateness_p99", f->lateness_p99_us, "us", BETTER_LOWER);
 	report_add(r, impl, "lateness_max", f->lateness_max_us, "us", BETTER_LOWER);
+	report_add(r, impl, "cpu_per_wakeup", f->cpu_per_wakeup_us, "us", BETTER_LOWER);
 	if (f->step_ms == 1)
 		report_note(r,
 			    "%s: one thread on an absolute 1 ms timerfd grid (timer slack 1 ns), "

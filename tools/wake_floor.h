@@ -22,6 +22,9 @@ struct wake_floor {
 	double interval_sd_us, interval_worst_us;
 	double interval_off_p50_us, interval_off_p99_us; /* of |interval - p| */
 	uint64_t step_ms; /* the grid's step: 1, or a lone task's period (wake_floor_every) */
+	/* The thread's CPU time per wake-up (its timerfd_settime, its read, and what the
+	 * kernel charges it for going to sleep and waking): what a wake-up costs here. */
+	double cpu_per_wakeup_us;
 };
 
 /* Measures for `seconds` (at least 2 x hi_ms of them) in the calling thread,

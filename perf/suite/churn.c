@@ -169,14 +169,14 @@ int scenario_churn(const struct suite_options *opt, struct report *r)
 		tw_stats(c.e, &s0);
 		double cpu0 = process_cpu_seconds();
 		uint64_t mine0 = su_self_cpu_ns();
-		int64_t wheel0 = su_threads_cpu_ns("tw-wheel"); /* tickwheel.h names it */
+		struct su_sched wheel0, wheel1;
+		bool found = su_threads_sched("tw-wheel", &wheel0); /* tickwheel.h names it */
 		uint64_t start = monotonic_now_ns();
 		churn_for(&c, rate, start, start + (uint64_t)(seconds * 1e9));
-		int64_t wheel1 = su_threads_cpu_ns("tw-wheel");
+		found = found && su_threads_sched("tw-wheel", &wheel1);
 		double wall_s = (double)(monotonic_now_ns() - start) / 1e9;
 		tw_stats(c.e, &s1);
-		bool found = wheel0 >= 0 && wheel1 >= 0;
-		double wheel_cpu_s = found ? (double)(wheel1 - wheel0) / 1e9 :
+		double wheel_cpu_s = found ? (double)(wheel1.cpu_ns - wheel0.cpu_ns) / 1e9 :
 					     process_cpu_seconds() - cpu0 -
 						     (double)(su_self_cpu_ns() - mine0) / 1e9;
 		tw_engine_stop(c.e, 1000);

@@ -135,11 +135,16 @@ int heartbeats_run(const struct loop_impl *impl, const struct params *p, struct 
 		return 2;
 	}
 	uint64_t armed = monotonic_now_ns(), w0 = impl->wakeups(loop);
-	int64_t wheel0 = su_threads_cpu_ns("tw-wheel"), executors0 = su_threads_cpu_ns("tw-exec-");
+	struct su_sched wheel0, wheel1, executors0, executors1, all0, all1;
+	bool all = su_threads_sched("", &all0);
+	bool threads =
+		su_threads_sched("tw-wheel", &wheel0) && su_threads_sched("tw-exec-", &executors0);
 	double cpu0 = process_cpu_seconds();
 	impl->run_until(loop, b->end_ns);
 	double cpu = process_cpu_seconds() - cpu0;
-	int64_t wheel1 = su_threads_cpu_ns("tw-wheel"), executors1 = su_threads_cpu_ns("tw-exec-");
+	all = all && su_threads_sched("", &all1);
+	threads = threads && su_threads_sched("tw-wheel", &wheel1) &&
+		  su_threads_sched("tw-exec-", &executors1);
 	double wall = (double)(monotonic_now_ns() - armed) / 1e9;
 	uint64_t wakeups = impl->wakeups(loop) - w0;
 	if (extra && extra->ended)
@@ -156,14 +161,25 @@ int heartbeats_run(const struct loop_impl *impl, const struct params *p, struct 
 	heartbeats_report_run(r, o, b, cpu);
 	report_add(r, impl->name, "wakeups_per_second", wall > 0 ? (double)wakeups / wall : 0,
 		   "1/s", BETTER_LOWER);
-	if (wheel0 >= 0 && wheel1 >= wheel0 && executors0 >= 0 && executors1 >= executors0) {
+	/* Every time a thread of the process was put on a CPU: a loop's wake-ups, and for
+	 * tickwheel its executors' too. What one costs a thread sleeping on a timerfd is the
+	 * floor's cpu_per_wakeup; a futex wake-up costs less, and its waker more. */
+	if (all)
+		report_add(r, impl->name, "thread_wakeups_per_run",
+			   o->runs ? (double)(all1.slices - all0.slices) / (double)o->runs : 0, "1",
+			   BETTER_LOWER);
+	if (threads) {
 		/* tickwheel's threads: what a wake-up costs the wheel thread, what a run costs
 		 * the executors; the rest of cpu_per_run is the wheel thread's share */
 		report_add(r, impl->name, "wheel_cpu_per_wakeup",
-			   wakeups ? (double)(wheel1 - wheel0) / 1e3 / (double)wakeups : 0, "us",
-			   BETTER_LOWER);
+			   wakeups ?
+				   (double)(wheel1.cpu_ns - wheel0.cpu_ns) / 1e3 / (double)wakeups :
+				   0,
+			   "us", BETTER_LOWER);
 		report_add(r, impl->name, "executors_cpu_per_run",
-			   o->runs ? (double)(executors1 - executors0) / 1e3 / (double)o->runs : 0,
+			   o->runs ? (double)(executors1.cpu_ns - executors0.cpu_ns) / 1e3 /
+					     (double)o->runs :
+				     0,
 			   "us", BETTER_LOWER);
 	}
 	if (atomic_load(&b->overflow))

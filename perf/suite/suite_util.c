@@ -121,19 +121,6 @@ static FILE *open_task_file(pid_t tid, const char *name)
 	return fopen(path, "r");
 }
 
-int64_t su_thread_cpu_ns(pid_t tid)
-{
-	/* schedstat's first field is the thread's run time in ns; stat's
-	 * utime+stime only count whole clock ticks (10 ms). */
-	FILE *f = open_task_file(tid, "schedstat");
-	if (!f)
-		return -1;
-	unsigned long long ns;
-	int got = fscanf(f, "%llu", &ns);
-	fclose(f);
-	return got == 1 ? (int64_t)ns : -1;
-}
-
 /* Whether thread tid's name begins with prefix. */
 static bool thread_named(pid_t tid, const char *prefix)
 {
@@ -146,21 +133,27 @@ static bool thread_named(pid_t tid, const char *prefix)
 	return named;
 }
 
-int64_t su_threads_cpu_ns(const char *prefix)
+bool su_threads_sched(const char *prefix, struct su_sched *out)
 {
 	enum { MAX_THREADS = 4096 };
 	static pid_t tids[MAX_THREADS]; /* the suite's scenarios run one at a time */
 	size_t n = su_threads(tids, MAX_THREADS);
-	int64_t sum = 0;
+	*out = (struct su_sched){ 0 };
 	bool found = false;
 	for (size_t i = 0; i < n && i < MAX_THREADS; i++) {
 		if (!thread_named(tids[i], prefix))
 			continue;
-		int64_t ns = su_thread_cpu_ns(tids[i]);
-		if (ns < 0)
-			return -1;
-		sum += ns;
+		/* schedstat: run time (ns), wait time (ns), timeslices run */
+		FILE *f = open_task_file(tids[i], "schedstat");
+		unsigned long long run_ns, wait_ns, slices;
+		int got = f ? fscanf(f, "%llu %llu %llu", &run_ns, &wait_ns, &slices) : 0;
+		if (f)
+			fclose(f);
+		if (got != 3)
+			return false;
+		out->cpu_ns += run_ns;
+		out->slices += slices;
 		found = true;
 	}
-	return found ? sum : -1;
+	return found;
 }

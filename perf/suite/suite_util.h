@@ -43,11 +43,13 @@ int su_pin_last_cpu(cpu_set_t *saved);
 
 /* The ids of the process's threads now, up to max; how many there are. */
 size_t su_threads(pid_t *out, size_t max);
-/* CPU time the thread has used, in ns; -1 if it cannot be read. */
-int64_t su_thread_cpu_ns(pid_t tid);
-/* CPU time used by the threads of this process whose name begins with prefix (tickwheel's
- * are "tw-wheel" and "tw-exec-N": tickwheel.h), summed, in ns; -1 if there is none, or one
- * could not be read. A thread that ended is not counted. */
-int64_t su_threads_cpu_ns(const char *prefix);
+/* What the threads of this process whose name begins with prefix ("" for all; tickwheel's
+ * are "tw-wheel" and "tw-exec-N": tickwheel.h) have had, summed from their schedstat: CPU
+ * time and the times they were put on a CPU (each wake-up, each return from preemption).
+ * False if there is none, or one could not be read. A thread that ended is not counted. */
+struct su_sched {
+	uint64_t cpu_ns, slices;
+};
+bool su_threads_sched(const char *prefix, struct su_sched *out);
 
 #endif
