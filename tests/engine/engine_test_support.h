@@ -14,6 +14,7 @@
 #define TICKWHEEL_TESTS_ENGINE_TEST_SUPPORT_H
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -21,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -45,6 +47,32 @@ static inline void sleep_ms(unsigned ms)
 	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
 	while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
 	}
+}
+
+/* ---- the engine's threads ---- */
+
+/* How many threads of this process are named name now. */
+static inline unsigned threads_named(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	cr_assert_not_null(d);
+	unsigned n = 0;
+	struct dirent *entry;
+	while ((entry = readdir(d))) {
+		if (entry->d_name[0] == '.')
+			continue;
+		char path[300], comm[32] = "";
+		(void)snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue; /* the thread ended meanwhile */
+		if (fgets(comm, sizeof comm, f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+		n += strcmp(comm, name) == 0;
+	}
+	closedir(d);
+	return n;
 }
 
 /* ---- engines ---- */

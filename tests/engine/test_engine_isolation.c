@@ -116,6 +116,7 @@ Test(isolation, stuck_run_is_reported_and_a_spare_executor_takes_over)
 	tw_engine_stats s = stats_of(e);
 	cr_assert_eq(s.stuck_runs, 1);
 	cr_assert_eq(s.spare_executors, 1);
+	cr_assert_eq(threads_named("tw-exec-1"), 1, "the spare goes on from executor 0's name");
 	cr_assert(info_of(e, stuck).stuck);
 	cr_assert(!info_of(e, other).stuck);
 	cr_assert_eq(atomic_load(&logged.errors), 1, "one report per stuck run");

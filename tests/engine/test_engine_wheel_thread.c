@@ -6,8 +6,6 @@
 #include "engine_test_support.h"
 
 #include <dirent.h>
-#include <stdio.h>
-#include <string.h>
 
 /* What a callback saw of its thread and of the calls it made. */
 struct seen {
@@ -380,30 +378,6 @@ static unsigned thread_count(void)
 	struct dirent *entry;
 	while ((entry = readdir(d)))
 		n += entry->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
-/* How many threads of this process are named name now. */
-static unsigned threads_named(const char *name)
-{
-	DIR *d = opendir("/proc/self/task");
-	cr_assert_not_null(d);
-	unsigned n = 0;
-	struct dirent *entry;
-	while ((entry = readdir(d))) {
-		if (entry->d_name[0] == '.')
-			continue;
-		char path[300], comm[32] = "";
-		(void)snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
-		FILE *f = fopen(path, "r");
-		if (!f)
-			continue; /* the thread ended meanwhile */
-		if (fgets(comm, sizeof comm, f))
-			comm[strcspn(comm, "\n")] = '\0';
-		fclose(f);
-		n += strcmp(comm, name) == 0;
-	}
 	closedir(d);
 	return n;
 }
