@@ -143,9 +143,9 @@ static inline unsigned executors_running(const struct tw_engine *e)
 }
 
 /*
- * The engine's time and its 1 ms grid (engine_clock.c). Inline: a session reset is a few
- * dozen instructions besides, and calls cost it the overlap of its cache misses
- * (perf/README.md, "A postpone short enough to overlap").
+ * The engine's time and its 1 ms grid (engine_clock.c). Inline: a session reset does little
+ * besides, and calls would cost it the overlap of its cache misses (perf/README.md, "A
+ * postpone short enough to overlap").
  */
 
 /* The engine's time: monotonic_ns(), or the manual clock. */

@@ -130,8 +130,7 @@ void tw__executor_take_ended(struct executor *x, void (*take)(struct tw_task *, 
 void tw__executor_wake(struct executor *x)
 {
 	atomic_fetch_add_explicit(&x->signal, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&x->sleeping, memory_order_seq_cst) &&
-	    atomic_exchange_explicit(&x->sleeping, false, memory_order_seq_cst))
+	if (atomic_exchange_explicit(&x->sleeping, false, memory_order_seq_cst))
 		tw__futex_wake_all(&x->signal);
 }
 

@@ -452,9 +452,6 @@ struct tw_task *tw__table_take(struct task_table *t, tw_id *id, int *error);
 void tw__table_give_back(struct task_table *t, struct tw_task *task);
 /* The task with this id, or NULL. Call inside an RCU read-side section. */
 struct tw_task *tw__table_find(struct task_table *t, tw_id id);
-/* The slot that id names, whatever it now holds, or NULL: its address only,
- * for a prefetch. Call inside an RCU read-side section. Inline: every
- * operation on a task starts here. */
 /* The slot at index, in a chunk the directory d holds. */
 static inline struct tw_task *table_slot_at(struct task_dir *d, uint32_t index)
 {
@@ -463,6 +460,9 @@ static inline struct tw_task *table_slot_at(struct task_dir *d, uint32_t index)
 	return &chunk[index & TABLE_CHUNK_MASK];
 }
 
+/* The slot that id names, whatever it now holds, or NULL: its address only,
+ * for a prefetch. Call inside an RCU read-side section. Inline: every
+ * operation on a task starts here. */
 static inline struct tw_task *tw__table_slot(struct task_table *t, tw_id id)
 {
 	struct task_dir *d = rcu_dereference(t->dir);

@@ -812,7 +812,8 @@ static void *wheel_main(void *arg)
 	tw__note_wheel_thread();
 #endif
 	tw__rcu_ensure_registered();
-	(void)pthread_setname_np(pthread_self(), "tw-wheel"); /* also here: see below */
+	/* without /proc too (prctl); tw__wheel_thread_start names it through /proc at once */
+	(void)pthread_setname_np(pthread_self(), "tw-wheel");
 	/* Without the least slack the kernel may defer each wake-up by up to 50 us; a refusal
 	 * costs precision, not correctness. */
 	(void)prctl(PR_SET_TIMERSLACK, 1UL);
