@@ -137,8 +137,12 @@
  * firing queued behind a run that has lasted more than a millisecond is
  * taken by another executor that is free, and new firings go around that
  * run. With cfg.run_limit_ms, a run that lasts longer is stuck: it is
- * counted and logged, shown by tw_get, and when every executor is held by
- * such runs a spare executor is started (up to cfg.spare_executors).
+ * counted and logged (once per run), shown by tw_get, and when every
+ * executor is held by such runs a spare executor is started (up to
+ * cfg.spare_executors). A run's length is monotonic time from its start,
+ * with or without a CPU: on a loaded machine a short run descheduled past
+ * the limit is stuck too, so keep the limit well above the longest pause
+ * the system may impose on a thread.
  *
  * Once tw_pause or tw_cancel returns, no new run of the task starts: a run
  * already going finishes; a firing handed to an executor but not started,

@@ -83,30 +83,42 @@ Test(isolation, firings_queued_behind_a_blocked_run_are_taken_manual_clock)
 }
 
 struct logged {
-	_Atomic uint64_t errors, warnings;
+	_Atomic tw_id watched; /* the task whose reports are counted */
+	_Atomic uint64_t watched_errors, warnings;
 };
 
+/* The engine's report names the task first: "task <id>: its run ...". */
 static void count_log(int level, const char *message, void *arg)
 {
-	(void)message;
 	struct logged *l = arg;
-	atomic_fetch_add(level == TW_LOG_ERROR ? &l->errors : &l->warnings, 1);
+	if (level != TW_LOG_ERROR) {
+		atomic_fetch_add(&l->warnings, 1);
+		return;
+	}
+	char watched[40];
+	(void)snprintf(watched, sizeof watched, "task %" PRIu64 ":", atomic_load(&l->watched));
+	if (!strncmp(message, watched, strlen(watched)))
+		atomic_fetch_add(&l->watched_errors, 1);
 }
 
 /* run_limit_ms: a run past it is stuck: counted once, logged, shown by tw_get; with every
- * executor stuck a spare executor runs the other tasks. */
+ * executor stuck a spare executor runs the other tasks. A run is stuck by the wall clock,
+ * so on a loaded machine the spare's own short run can be descheduled past the limit too
+ * (a second report, a second spare): the limit is long enough to make that rare, and the
+ * exact counts are asserted for the blocked task only. */
 Test(isolation, stuck_run_is_reported_and_a_spare_executor_takes_over)
 {
 	struct logged logged = { 0 };
 	tw_config cfg;
 	tw_config_init(&cfg);
 	cfg.executors = 1;
-	cfg.run_limit_ms = 20;
+	cfg.run_limit_ms = 100;
 	cfg.log = count_log;
 	cfg.log_arg = &logged;
 	tw_engine *e = engine_new(&cfg);
 	struct recorder *blocker = recorder_new(e);
 	tw_id stuck = add_recorded(e, blocker, 1, 0, 0);
+	atomic_store(&logged.watched, stuck);
 	atomic_store(&blocker->block, true);
 	wait_started(blocker);
 	struct counts c = { 0 };
@@ -114,12 +126,18 @@ Test(isolation, stuck_run_is_reported_and_a_spare_executor_takes_over)
 	cr_assert(wait_ge(&c.runs, 10), "the other task ran %" PRIu64 " times",
 		  atomic_load(&c.runs));
 	tw_engine_stats s = stats_of(e);
-	cr_assert_eq(s.stuck_runs, 1);
-	cr_assert_eq(s.spare_executors, 1);
+	cr_assert_geq(s.stuck_runs, 1);
+	cr_assert_eq(atomic_load(&logged.watched_errors), 1, "one report for the blocked run");
+	cr_assert_geq(s.spare_executors, 1);
+	cr_assert_geq(atomic_load(&logged.warnings), 1, "a spare's start is logged");
 	cr_assert_eq(threads_named("tw-exec-1"), 1, "the spare goes on from executor 0's name");
 	cr_assert(info_of(e, stuck).stuck);
-	cr_assert(!info_of(e, other).stuck);
-	cr_assert_eq(atomic_load(&logged.errors), 1, "one report per stuck run");
+	if (s.stuck_runs == 1)
+		cr_assert(!info_of(e, other).stuck);
+	else
+		cr_log_warn("the other task's run was descheduled past run_limit_ms too (%" PRIu64
+			    " stuck runs)",
+			    s.stuck_runs);
 	gate_open(&blocker->gate, 1);
 	cr_assert(wait_eq(&blocker->releases, 1));
 	cr_assert(!info_of(e, stuck).stuck, "its run returned");
