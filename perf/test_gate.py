@@ -151,6 +151,16 @@ def main():
               gate.parse_dump(dump) == ('Client Request: wheel_add 1000', 65800),
               repr(gate.parse_dump(dump)))
 
+    # several runs under callgrind: per phase the median of instructions per operation
+    runs = [{'engine_dispatch': (663000, 1000), 'wheel_add': (33000, 1000)},
+            {'engine_dispatch': (686000, 1000), 'wheel_add': (66200, 2000)},
+            {'engine_dispatch': (664000, 1000), 'wheel_add': (33200, 1000)}]
+    median = gate.median_counts(runs)
+    check('one run far off does not move the median of three',
+          median == {'engine_dispatch': 664.0, 'wheel_add': 33.1}, repr(median))
+    median = gate.median_counts(runs[:2])
+    check('of two runs, the mean', median['engine_dispatch'] == 674.5, repr(median))
+
     print('test_gate: %d failed' % len(failures))
     return 1 if failures else 0
 
