@@ -321,6 +321,21 @@ Test(wake_floor, counts_every_wake_up_and_every_interval)
 		     f.cpu_per_wakeup_us);
 }
 
+/* A second thread woken at each wake-up costs CPU on top of the wake-up alone. */
+Test(wake_floor, a_handover_costs_more_than_a_wake_up_alone)
+{
+	struct wake_floor f;
+	cr_assert_eq(wake_floor_measure(0.2, 10, 50, &f), 0, "errno %d", errno);
+	cr_expect_eq(f.handovers, 0, "not measured yet");
+	cr_assert_eq(wake_floor_handover(0.2, &f), 0, "errno %d", errno);
+	cr_expect_eq(f.handovers, 200);
+	cr_expect_gt(f.handover_woken_cpu_us, 0, "the woken thread never ran");
+	cr_expect_leq(f.handover_cpu_us, 1000, "%.1f us of CPU a hand-over", f.handover_cpu_us);
+	errno = 0;
+	cr_expect_eq(wake_floor_handover(0, &f), -1);
+	cr_expect_eq(errno, EINVAL);
+}
+
 /* Deviations of +5, -5, +25, -1500 us and +7 ms (beyond the histogram). */
 Test(deviations, off_quantiles_and_fraction_fold_both_sides)
 {

@@ -5,17 +5,23 @@
 #include "report.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
-/* late[i]: how late the wake-up for grid time first + i steps came. */
-static int wake_on_grid(int64_t *late, size_t n, uint64_t first, uint64_t step_ns)
+/* late[i]: how late the wake-up for grid time first + i steps came; after(arg), if given,
+ * follows each wake-up (0, or -1 with errno set). */
+static int wake_on_grid(int64_t *late, size_t n, uint64_t first, uint64_t step_ns,
+			int (*after)(void *), void *arg)
 {
 	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	if (fd < 0)
@@ -27,6 +33,7 @@ static int wake_on_grid(int64_t *late, size_t n, uint64_t first, uint64_t step_n
 		bool failed = timerfd_settime(fd, TFD_TIMER_ABSTIME, &at, NULL) != 0;
 		while (!failed && read(fd, &expirations, sizeof expirations) < 0)
 			failed = errno != EINTR;
+		failed = failed || (after && after(arg));
 		if (failed) {
 			int saved = errno;
 			close(fd);
@@ -93,7 +100,7 @@ static int measure(size_t n, size_t room, uint64_t first_ns, uint64_t step_ms, u
 	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	uint64_t cpu0 = thread_cpu_ns();
-	int rc = wake_on_grid(late, n, first_ns, step_ms * NS_PER_MS);
+	int rc = wake_on_grid(late, n, first_ns, step_ms * NS_PER_MS, NULL, NULL);
 	uint64_t cpu = thread_cpu_ns() - cpu0;
 	if (slack > 0)
 		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
@@ -137,6 +144,88 @@ int wake_floor_every(uint64_t first_ns, uint64_t period_ms, size_t wakes, struct
 	return measure(wakes, wakes - 1, first_ns, period_ms, 1, 1, out);
 }
 
+/* The woken thread of wake_floor_handover: waits on word until stop. */
+struct handover {
+	_Atomic uint32_t word; /* bumped for each wake-up */
+	_Atomic bool stop;
+	uint64_t cpu_ns; /* the woken thread's CPU time, once it ended */
+	int error;       /* its futex wait's errno if that failed, else 0 */
+};
+
+static long futex(_Atomic uint32_t *word, int op, uint32_t value)
+{
+	return syscall(SYS_futex, word, op, value, NULL, NULL, 0);
+}
+
+static void *handover_woken(void *arg)
+{
+	struct handover *h = arg;
+	uint64_t cpu0 = thread_cpu_ns();
+	uint32_t seen = atomic_load(&h->word);
+	while (!atomic_load(&h->stop)) {
+		if (futex(&h->word, FUTEX_WAIT_PRIVATE, seen) && errno != EAGAIN &&
+		    errno != EINTR) {
+			h->error = errno;
+			break;
+		}
+		seen = atomic_load(&h->word);
+	}
+	h->cpu_ns = thread_cpu_ns() - cpu0;
+	return NULL;
+}
+
+static int hand_over(void *arg)
+{
+	struct handover *h = arg;
+	atomic_fetch_add(&h->word, 1);
+	return futex(&h->word, FUTEX_WAKE_PRIVATE, 1) < 0 ? -1 : 0;
+}
+
+int wake_floor_handover(double seconds, struct wake_floor *out)
+{
+	size_t n = seconds > 0 ? (size_t)(seconds * 1000) : 0;
+	int64_t *late = n ? malloc(n * sizeof *late) : NULL;
+	if (!late) {
+		errno = n ? ENOMEM : EINVAL;
+		return -1;
+	}
+	struct handover h = { .word = 0 };
+	pthread_t woken;
+	int rc = pthread_create(&woken, NULL, handover_woken, &h);
+	if (rc) {
+		free(late);
+		errno = rc;
+		return -1;
+	}
+	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	uint64_t cpu0 = thread_cpu_ns();
+	rc = wake_on_grid(late, n, (monotonic_now_ns() / NS_PER_MS + 2) * NS_PER_MS, NS_PER_MS,
+			  hand_over, &h);
+	uint64_t cpu = thread_cpu_ns() - cpu0;
+	int saved = errno;
+	if (slack > 0)
+		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
+	atomic_store(&h.stop, true);
+	/* the stop's wake-up is the woken thread's last, and not one of the grid's */
+	(void)hand_over(&h);
+	pthread_join(woken, NULL);
+	free(late);
+	if (rc == 0 && h.error) {
+		rc = -1;
+		saved = h.error;
+	}
+	if (rc) {
+		errno = saved;
+		return -1;
+	}
+	double both = (double)(cpu + h.cpu_ns) / 1e3 / (double)n;
+	out->handover_cpu_us = fmax(both - out->cpu_per_wakeup_us, 0);
+	out->handover_woken_cpu_us = (double)h.cpu_ns / 1e3 / (double)n;
+	out->handovers = n;
+	return 0;
+}
+
 void wake_floor_report(struct report *r, const char *impl, const struct wake_floor *f)
 {
 	report_add(r, impl, "interval_sd", f->interval_sd_us, "us", BETTER_LOWER);
@@ -150,6 +239,13 @@ void wake_floor_report(struct report *r, const char *impl, const struct wake_flo
 	report_add(r, impl, "lateness_p99", f->lateness_p99_us, "us", BETTER_LOWER);
 	report_add(r, impl, "lateness_max", f->lateness_max_us, "us", BETTER_LOWER);
 	report_add(r, impl, "cpu_per_wakeup", f->cpu_per_wakeup_us, "us", BETTER_LOWER);
+	if (f->handovers) {
+		report_add(r, impl, "cpu_per_handover", f->handover_cpu_us, "us", BETTER_LOWER);
+		report_note(r,
+			    "%s: cpu_per_handover: what waking a second thread by futex at each of "
+			    "%llu wake-ups added, the waker's and the woken thread's CPU together",
+			    impl, (unsigned long long)f->handovers);
+	}
 	if (f->step_ms == 1)
 		report_note(r,
 			    "%s: one thread on an absolute 1 ms timerfd grid (timer slack 1 ns), "

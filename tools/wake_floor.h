@@ -25,6 +25,12 @@ struct wake_floor {
 	/* The thread's CPU time per wake-up (its timerfd_settime, its read, and what the
 	 * kernel charges it for going to sleep and waking): what a wake-up costs here. */
 	double cpu_per_wakeup_us;
+	/* What waking a second thread by futex at each wake-up adds, the waker's and the
+	 * woken thread's CPU together (wake_floor_handover; 0 until it is measured): the
+	 * least a hand-over from one thread to another costs here. */
+	double handover_cpu_us;
+	double handover_woken_cpu_us; /* the woken thread's share of it */
+	uint64_t handovers;
 };
 
 /* Measures for `seconds` (at least 2 x hi_ms of them) in the calling thread,
@@ -39,6 +45,13 @@ int wake_floor_measure(double seconds, uint64_t lo_ms, uint64_t hi_ms, struct wa
  * Its timer slack is 1 ns meanwhile, then restored. 0, or -1 with errno set.
  */
 int wake_floor_every(uint64_t first_ns, uint64_t period_ms, size_t wakes, struct wake_floor *out);
+/*
+ * The same grid as wake_floor_measure for `seconds`, where each wake-up also wakes a
+ * second thread waiting on a futex, as a timer loop handing its firings to a worker does:
+ * sets out->handover_cpu_us to the CPU per wake-up of both threads less
+ * out->cpu_per_wakeup_us, so call it after wake_floor_measure. 0, or -1 with errno set.
+ */
+int wake_floor_handover(double seconds, struct wake_floor *out);
 /* Its figures as a column of their own, named impl, and a note saying what it is. */
 void wake_floor_report(struct report *r, const char *impl, const struct wake_floor *f);
 

@@ -81,6 +81,11 @@ struct outcome {
 	const char *impl;
 	double p99_us, cpu_per_run_us;
 	size_t runs;
+	/* Per run: the loop's own wake-ups, and every other time one of the process's threads
+	 * was put on a CPU (for tickwheel, mostly its executors woken by the wheel thread);
+	 * -1 where the threads' scheduling could not be read. */
+	double loop_wakeups_per_run, other_wakeups_per_run;
+	double net_cpu_per_run_us; /* heartbeats_report_net; -1 where not known */
 	double cdf_x[CDF_POINTS], cdf_y[CDF_POINTS];
 	size_t cdf_n;
 	double dev_y[DEV_BINS + 2]; /* [0]: below the range, [DEV_BINS + 1]: above */
@@ -100,8 +105,12 @@ void heartbeats_report_run(struct report *r, struct outcome *o, struct beats *b,
 /* The series every loop shares the axes of, then the pictures if asked. */
 void heartbeats_pictures(const struct suite_options *opt, struct report *r, struct outcome *o,
 			 size_t n);
-/* The machine's wake-up floor at the scenario's periods (wake_floor.h). */
+/* The machine's wake-up floor at the scenario's periods, and what a hand-over to a
+ * second thread adds to it (wake_floor.h). */
 bool heartbeats_measure_floor(const struct params *p, struct report *r, struct wake_floor *f);
 void heartbeats_report_floor(struct report *r, const struct wake_floor *f);
+/* Each loop's CPU per run net of its wake-ups at the floor's prices (f with its hand-over). */
+void heartbeats_report_net(struct report *r, struct outcome *o, size_t n,
+			   const struct wake_floor *f);
 
 #endif
