@@ -20,8 +20,8 @@ Test(isolation, a_blocked_run_holds_up_no_other_task)
 	cfg.executors = 2;
 	tw_engine *e = engine_new(&cfg);
 	struct recorder *blocker = recorder_new(e);
+	atomic_store(&blocker->block, true); /* before its add: on the real clock it runs 1 ms on */
 	add_recorded(e, blocker, 1, 0, 0);
-	atomic_store(&blocker->block, true);
 	wait_started(blocker);
 	struct counts c[N];
 	memset(c, 0, sizeof c);
@@ -117,9 +117,9 @@ Test(isolation, stuck_run_is_reported_and_a_spare_executor_takes_over)
 	cfg.log_arg = &logged;
 	tw_engine *e = engine_new(&cfg);
 	struct recorder *blocker = recorder_new(e);
+	atomic_store(&blocker->block, true); /* before its add: on the real clock it runs 1 ms on */
 	tw_id stuck = add_recorded(e, blocker, 1, 0, 0);
 	atomic_store(&logged.watched, stuck);
-	atomic_store(&blocker->block, true);
 	wait_started(blocker);
 	struct counts c = { 0 };
 	tw_id other = add_counted(e, &c, 5, 5);
