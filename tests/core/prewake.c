@@ -82,7 +82,10 @@ static void idle_executor_sleeps_again(void)
 	atomic_store(&x->wake_at_ns, at);
 	tw__executor_wake(x);
 	expect(wait_u64(&x->prewakes, 1, 5000), "the executor woke for the tick it was told");
-	sleep_ms(50);
+	/* It spins until the tick and a little past it: however long it is held up on its
+	 * way back, it must get there, and then stay. */
+	for (int waited = 0; !atomic_load(&x->sleeping) && waited < 5000; waited++)
+		sleep_ms(1);
 	bool asleep = true;
 	for (int i = 0; i < 50; i++) {
 		asleep = asleep && atomic_load(&x->sleeping);
@@ -130,12 +133,14 @@ static void told_tick_follows_set_delay(void)
 	struct tw_engine *e = engine_with_one_executor(&handle);
 	struct executor *x = &e->executors[0];
 	atomic_store(&runs, 0);
-	tw_task_spec spec = { .delay_ms = 100, .callback = beat };
+	/* long enough that the one-shot has not run when tw_set_delay comes, even after this
+	 * thread was held up a while */
+	tw_task_spec spec = { .delay_ms = 500, .callback = beat };
 	tw_id id;
 	expect(tw_add(handle, &spec, &id) == TW_OK, "tw_add");
 	uint64_t due = next_due(handle, id);
 	expect(due && wait_u64(&x->wake_at_ns, due, 1000), "the executor is told the due");
-	expect(tw_set_delay(handle, id, 300) == TW_OK, "tw_set_delay");
+	expect(tw_set_delay(handle, id, 1000) == TW_OK, "tw_set_delay");
 	uint64_t moved = next_due(handle, id);
 	atomic_store(&min_due_ns, moved);
 	expect(moved > due && wait_u64(&x->wake_at_ns, moved, 1000),

@@ -328,6 +328,7 @@ struct churn {
 	const tw_id *stable;
 	_Atomic bool quit;
 	size_t n;
+	_Atomic size_t added; /* n, for the test thread to read meanwhile */
 	tw_id id[CHURN_MAX];
 	int bad;
 };
@@ -343,6 +344,7 @@ static void *churn_main(void *arg)
 		if (tw_add(ch->e, &spec, &ch->id[ch->n]) != TW_OK)
 			ch->bad++;
 		ch->n++;
+		atomic_store(&ch->added, ch->n);
 		/* a task added a little earlier goes, if it did not complete */
 		if (ch->n > 50) {
 			int rc = tw_cancel(ch->e, ch->id[ch->n - 50]);
@@ -382,6 +384,9 @@ Test(list, walks_while_another_thread_adds_and_cancels, .timeout = 120)
 		walks[w] = list(e, w % 2 ? TW_LIST_ENDED : 0);
 		sleep_ms(5);
 	}
+	/* a churn thread held up during the walks still has to have churned */
+	for (int waited = 0; atomic_load(&ch->added) <= 100 && waited < 5000; waited++)
+		sleep_ms(1);
 	atomic_store(&ch->quit, true);
 	cr_assert_eq(pthread_join(thread, NULL), 0);
 	cr_assert_eq(ch->bad, 0);

@@ -422,8 +422,9 @@ Test(wheel_thread, a_callback_stops_the_engine)
 	tw_config cfg = real_config(1);
 	tw_engine *e = engine_new(&cfg);
 	struct seen s = { .engine = e }, other = { .engine = e };
-	tw_id id = add_on_wheel(e, &s, stop_callback, 1, 0);
+	/* the other first: the stopper runs 1 ms after its add, real time */
 	tw_id later = add_seen(e, &other, 60000, 0, 0);
+	tw_id id = add_on_wheel(e, &s, stop_callback, 1, 0);
 	cr_assert(wait_eq(&s.releases, 1), "the stopping task was not released");
 	cr_assert_eq(atomic_load(&s.quiesce_rc), TW_OK);
 	cr_assert_eq(atomic_load(&other.releases), 1);
@@ -454,8 +455,9 @@ Test(wheel_thread, a_callback_destroys_the_engine)
 	unsigned before = thread_count();
 	tw_engine *e = engine_new(&cfg);
 	struct seen s = { .engine = e }, other = { .engine = e };
-	add_on_wheel(e, &s, destroy_callback, 1, 0);
+	/* the other first: once the destroyer has run (1 ms on), e is gone */
 	add_seen(e, &other, 60000, 0, 0);
+	add_on_wheel(e, &s, destroy_callback, 1, 0);
 	/* The engine is gone once its threads are: the wheel thread frees it last. */
 	uint64_t deadline = test_now_ns() + WAIT_LIMIT_MS * NS_PER_MS;
 	while (thread_count() > before && test_now_ns() < deadline)
