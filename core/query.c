@@ -32,7 +32,7 @@ int tw_get_sized(tw_engine *e, tw_id id, tw_task_info *out, size_t size)
 		return -TW_EINVAL;
 	if (size == sizeof *out)
 		return get_task(e, id, out);
-	tw_task_info info;
+	tw_task_info info = { 0 }; /* get_task sets the fields, not the padding */
 	int rc = get_task(e, id, &info);
 	if (rc == TW_OK)
 		tw__struct_out(out, size, &info, sizeof info);
