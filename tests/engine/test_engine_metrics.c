@@ -44,13 +44,36 @@ static tw_engine *known_engine(void)
 	return e;
 }
 
+/* The whole text with no options, malloc'ed. */
+static char *text_now(tw_engine *e)
+{
+	size_t len = 0;
+	cr_assert_eq(tw_metrics_format(e, NULL, NULL, 0, &len), -TW_ENOSPACE);
+	size_t cap = len + 1024; /* the busy times may grow meanwhile */
+	char *buf = malloc(cap);
+	cr_assert_not_null(buf);
+	cr_assert_eq(tw_metrics_format(e, NULL, buf, cap, NULL), TW_OK);
+	return buf;
+}
+
 /* Lets the engine's threads finish what they had started (a round of the wheel thread, an
- * ended task's mail): on the manual clock nothing else moves, so the text, the busy times
- * included, stays the same from one call to the next. */
+ * ended task's mail): on the manual clock nothing else moves after that, so the text, the
+ * busy times included, stays the same from one call to the next. Waits until two texts a
+ * few ms apart agree, rather than for a fixed time a held-up thread may overrun. */
 static void settle(tw_engine *e)
 {
 	quiesce(e);
-	sleep_ms(20);
+	char *before = text_now(e);
+	for (int tries = 0; tries < 1000; tries++) {
+		sleep_ms(5);
+		char *now = text_now(e);
+		bool same = !strcmp(before, now);
+		free(before);
+		before = now;
+		if (same)
+			break;
+	}
+	free(before);
 }
 
 /* The whole text, malloc'ed. */
