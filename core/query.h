@@ -63,8 +63,10 @@ task_read_info(struct tw_engine *e, struct tw_task *task, tw_id id, tw_task_info
 	/* An id that changed meanwhile means the task was reaped while we read. */
 	if (atomic_load_explicit(&task->id, memory_order_acquire) != id)
 		return false;
+#if UINTPTR_MAX == UINT64_MAX /* the size below is the 64-bit layout's */
 	/* Every field of tw_task_info is set below: one added there must be set here too. */
 	_Static_assert(sizeof(tw_task_info) == 216, "a new tw_task_info field: set it here");
+#endif
 	out->state = v.state;
 	out->period_ms = v.period_ms;
 	out->next_due_ns = v.next_due_ns;
