@@ -93,7 +93,9 @@ Test(wheel_thread, runs_on_neither_an_executor_nor_the_caller)
 
 Test(wheel_thread, runs_while_every_executor_is_held)
 {
-	tw_engine *e = manual_engine(1);
+	tw_config cfg = manual_config(1);
+	cfg.wheel_run_budget_us = 1000000; /* preempted runs must not move it to the executor */
+	tw_engine *e = engine_new(&cfg);
 	struct recorder *blocker = recorder_new(e);
 	add_recorded(e, blocker, 1, 0, 0);
 	start_blocked_run(e, blocker);
