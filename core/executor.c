@@ -288,7 +288,8 @@ static void pin(struct executor *x)
 
 /* "tw-exec-N": by its creator, so that it is named once tw_engine_create returns (through
  * /proc), and by itself as it starts (through prctl, which needs no /proc). Either fails only
- * without /proc, or for a name longer than the kernel's 15 characters. */
+ * without /proc, or for a name longer than the kernel's 15 characters. A spare names itself
+ * alone: its creator is the wheel thread, which does no file I/O. */
 static void name_thread(const struct executor *x, pthread_t thread)
 {
 	char name[16];
@@ -348,7 +349,8 @@ static int start_thread(struct executor *x)
 	int err = pthread_create(&x->thread, NULL, executor_main, x);
 	if (err) /* EAGAIN: out of threads (RLIMIT_NPROC, threads-max) or their memory */
 		return err == EAGAIN ? -TW_ERESOURCE : -TW_ENOMEM;
-	name_thread(x, x->thread);
+	if (!x->spare)
+		name_thread(x, x->thread);
 	x->started = true;
 	return TW_OK;
 }

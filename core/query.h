@@ -41,8 +41,8 @@ task_read_info(struct tw_engine *e, struct tw_task *task, tw_id id, tw_task_info
 	uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
 	/* Read into a local, written out field by field once the id is checked (out is left
 	 * untouched otherwise). Not a zeroed local copied whole: gcc zeroes a struct this size
-	 * with `rep stos`, whose start-up cost was most of a tw_get (perf/README.md, "tw_get of
-	 * a cached task"). The name goes straight to out, after the check. */
+	 * with `rep stos`, slow to start, and the copy then waits for those stores
+	 * (perf/README.md, "tw_get of a cached task"). The name goes straight to out. */
 	tw_task_info v;
 	v.state = state;
 	v.period_ms = period;
