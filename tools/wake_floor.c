@@ -85,8 +85,25 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* n wake-ups on a grid step_ms apart from first_ns, with the calling thread's timer slack at
- * 1 ns meanwhile; intervals lo .. hi steps long, room for that many. */
+/* wake_on_grid with the calling thread's timer slack at 1 ns meanwhile (then restored);
+ * *cpu_ns: the thread's CPU time over it. */
+static int timed_grid(int64_t *late, size_t n, uint64_t first, uint64_t step_ns,
+		      int (*after)(void *), void *arg, uint64_t *cpu_ns)
+{
+	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	uint64_t cpu0 = thread_cpu_ns();
+	int rc = wake_on_grid(late, n, first, step_ns, after, arg);
+	*cpu_ns = thread_cpu_ns() - cpu0;
+	int saved = errno;
+	if (slack > 0)
+		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
+	errno = saved;
+	return rc;
+}
+
+/* n wake-ups on a grid step_ms apart from first_ns (timed_grid); intervals lo .. hi steps
+ * long, room for that many. */
 static int measure(size_t n, size_t room, uint64_t first_ns, uint64_t step_ms, uint64_t lo,
 		   uint64_t hi, struct wake_floor *out)
 {
@@ -97,13 +114,8 @@ static int measure(size_t n, size_t room, uint64_t first_ns, uint64_t step_ms, u
 		errno = ENOMEM;
 		return -1;
 	}
-	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-	uint64_t cpu0 = thread_cpu_ns();
-	int rc = wake_on_grid(late, n, first_ns, step_ms * NS_PER_MS, NULL, NULL);
-	uint64_t cpu = thread_cpu_ns() - cpu0;
-	if (slack > 0)
-		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
+	uint64_t cpu;
+	int rc = timed_grid(late, n, first_ns, step_ms * NS_PER_MS, NULL, NULL, &cpu);
 	if (rc == 0) {
 		out->wakes = n;
 		out->cpu_per_wakeup_us = (double)cpu / 1e3 / (double)n;
@@ -197,15 +209,10 @@ int wake_floor_handover(double seconds, struct wake_floor *out)
 		errno = rc;
 		return -1;
 	}
-	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-	uint64_t cpu0 = thread_cpu_ns();
-	rc = wake_on_grid(late, n, (monotonic_now_ns() / NS_PER_MS + 2) * NS_PER_MS, NS_PER_MS,
-			  hand_over, &h);
-	uint64_t cpu = thread_cpu_ns() - cpu0;
+	uint64_t cpu;
+	rc = timed_grid(late, n, (monotonic_now_ns() / NS_PER_MS + 2) * NS_PER_MS, NS_PER_MS,
+			hand_over, &h, &cpu);
 	int saved = errno;
-	if (slack > 0)
-		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
 	atomic_store(&h.stop, true);
 	/* the stop's wake-up is the woken thread's last, and not one of the grid's */
 	(void)hand_over(&h);

@@ -169,6 +169,34 @@ static inline tw_task_info info_of_at(tw_engine *e, tw_id id, int line)
 }
 #define info_of(e, id) info_of_at(e, id, __LINE__)
 
+/* Every field of two tw_task_info alike, the name's bytes past its end too. */
+static inline void assert_same_info(const tw_task_info *a, const tw_task_info *b)
+{
+	cr_assert_eq(a->state, b->state);
+	cr_assert_eq(a->period_ms, b->period_ms);
+	cr_assert_eq(a->next_due_ns, b->next_due_ns);
+	cr_assert_eq(a->runs, b->runs);
+	cr_assert_eq(a->failures, b->failures);
+	cr_assert_eq(a->consecutive_failures, b->consecutive_failures);
+	cr_assert_eq(a->slow_runs, b->slow_runs);
+	cr_assert_eq(a->skipped_overlap, b->skipped_overlap);
+	cr_assert_eq(a->skipped_overload, b->skipped_overload);
+	cr_assert_eq(a->skipped_missed, b->skipped_missed);
+	cr_assert_eq(a->last_run_ns, b->last_run_ns);
+	cr_assert_eq(a->longest_run_ns, b->longest_run_ns);
+	cr_assert_eq(a->paused_by_failures, b->paused_by_failures);
+	cr_assert_eq(a->concurrent, b->concurrent);
+	cr_assert_eq(a->running, b->running);
+	cr_assert_eq(a->stuck, b->stuck);
+	cr_assert_eq(a->last_lateness_ns, b->last_lateness_ns);
+	cr_assert_eq(a->max_lateness_ns, b->max_lateness_ns);
+	cr_assert_eq(a->on_wheel_thread, b->on_wheel_thread);
+	cr_assert_eq(a->calendar, b->calendar);
+	cr_assert_eq(a->next_due_wall_ns, b->next_due_wall_ns);
+	cr_assert_eq(memcmp(a->name, b->name, sizeof a->name), 0, "name bytes differ");
+	cr_assert_eq(a->misfire, b->misfire);
+}
+
 static inline tw_engine_stats stats_of_at(tw_engine *e, int line)
 {
 	tw_engine_stats stats;

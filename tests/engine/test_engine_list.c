@@ -78,26 +78,6 @@ static bool has_id(const tw_id *sorted, size_t n, tw_id id)
 	return bsearch(&id, sorted, n, sizeof *sorted, compare_ids) != NULL;
 }
 
-static void assert_same_info(const tw_task_info *a, const tw_task_info *b)
-{
-	cr_assert_eq(a->state, b->state);
-	cr_assert_eq(a->period_ms, b->period_ms);
-	cr_assert_eq(a->next_due_ns, b->next_due_ns);
-	cr_assert_eq(a->runs, b->runs);
-	cr_assert_eq(a->failures, b->failures);
-	cr_assert_eq(a->consecutive_failures, b->consecutive_failures);
-	cr_assert_eq(a->slow_runs, b->slow_runs);
-	cr_assert_eq(a->skipped_overlap, b->skipped_overlap);
-	cr_assert_eq(a->skipped_overload, b->skipped_overload);
-	cr_assert_eq(a->skipped_missed, b->skipped_missed);
-	cr_assert_eq(a->last_run_ns, b->last_run_ns);
-	cr_assert_eq(a->longest_run_ns, b->longest_run_ns);
-	cr_assert_eq(a->paused_by_failures, b->paused_by_failures);
-	cr_assert_eq(a->concurrent, b->concurrent);
-	cr_assert_eq(a->running, b->running);
-	cr_assert_eq(a->stuck, b->stuck);
-}
-
 /* ms steps of 1 ms, each quiesced: every due runs (one long step would skip periods). */
 static void steps(tw_engine *e, int ms)
 {
