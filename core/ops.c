@@ -389,13 +389,14 @@ static int op_set_time(struct tw_engine *e, struct tw_task *task, uint64_t at_ns
 	uint8_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
 	if (!allowed(state, true))
 		return -TW_ESTATE;
+	uint64_t due = due_of_time(e, now_ns, at_ns);
 	if (state == TW_PAUSED) {
-		task_set_delay_ms(task, DELAY_AT_DUE);
+		/* A one-shot resumes later with the delay the time stands for now, not at resume. */
+		task_set_delay_at_due(task, delay_of_due(e, now_ns, due));
 		atomic_store_explicit(&task->due_ns, at_ns, memory_order_relaxed);
 		task->delay_pending = true;
 		return TW_OK;
 	}
-	uint64_t due = due_of_time(e, now_ns, at_ns);
 	task_set_delay_ms(task, delay_of_due(e, now_ns, due));
 	task->rerun = false; /* as tw_set_delay: the new due replaces a firing that waits */
 	set_due(e, task, due, after);
@@ -480,7 +481,7 @@ static int op_resume(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 	} else if (delay == DELAY_AT_DUE) {
 		due = due_of_time(e, now_ns,
 				  atomic_load_explicit(&task->due_ns, memory_order_relaxed));
-		task_set_delay_ms(task, delay_of_due(e, now_ns, due));
+		task_set_delay_ms(task, task_delay_at_due_ms(task));
 	} else {
 		due = delay == TW_NEVER ? DUE_NEVER : tw__engine_due_at_ns(e, now_ns, delay);
 	}

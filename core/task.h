@@ -345,18 +345,22 @@ static inline void task_set_strikes(struct tw_task *task, unsigned strikes)
 }
 
 /* Not a delay: tw_set_due on a paused task, whose due_ns holds the time asked until
- * tw_resume places it. */
+ * tw_resume places it (task_delay_at_due_ms: the delay that time stood for when asked). */
 #define DELAY_AT_DUE (UINT64_MAX - 1)
 
-/* Lock held, both. TW_NEVER is kept as a wide delay whose high part is UINT16_MAX, above
- * any delay accepted (TW_MAX_DELAY_MS >> 31 is 4096), DELAY_AT_DUE as one of UINT16_MAX - 1. */
+/* In delay_hi, above any delay's high part (TW_MAX_DELAY_MS >> 31 is 4096): TW_NEVER is all
+ * ones; AT_DUE_HI marks DELAY_AT_DUE, the delay the time stood for kept in the bits below. */
+enum { NEVER_HI = UINT16_MAX, AT_DUE_HI = 1 << 14 };
+_Static_assert((TW_MAX_DELAY_MS >> 31) < AT_DUE_HI, "a delay's high part is below AT_DUE_HI");
+
+/* Lock held, both. TW_NEVER and DELAY_AT_DUE are kept as wide delays (see NEVER_HI). */
 static inline uint64_t task_delay_ms(const struct tw_task *task)
 {
 	if (!(task->delay_ms & WIDE_BIT))
 		return task->delay_ms;
 	uint16_t high = task_cold(task)->delay_hi;
-	if (high >= UINT16_MAX - 1)
-		return high == UINT16_MAX ? TW_NEVER : DELAY_AT_DUE;
+	if (high & AT_DUE_HI)
+		return high == NEVER_HI ? TW_NEVER : DELAY_AT_DUE;
 	return wide_ms(task->delay_ms, high);
 }
 
@@ -367,9 +371,20 @@ static inline void task_set_delay_ms(struct tw_task *task, uint64_t ms)
 		return;
 	}
 	task->delay_ms = (uint32_t)ms | WIDE_BIT;
-	task_cold(task)->delay_hi = ms == TW_NEVER     ? UINT16_MAX :
-				    ms == DELAY_AT_DUE ? UINT16_MAX - 1 :
-							 (uint16_t)(ms >> 31);
+	task_cold(task)->delay_hi = ms == TW_NEVER ? NEVER_HI : (uint16_t)(ms >> 31);
+}
+
+/* DELAY_AT_DUE, for a time that stood for a delay of ms when it was asked. */
+static inline void task_set_delay_at_due(struct tw_task *task, uint64_t ms)
+{
+	task->delay_ms = (uint32_t)ms | WIDE_BIT;
+	task_cold(task)->delay_hi = (uint16_t)(AT_DUE_HI | ms >> 31);
+}
+
+/* A task_delay_ms of DELAY_AT_DUE: the delay its time stood for when it was asked. */
+static inline uint64_t task_delay_at_due_ms(const struct tw_task *task)
+{
+	return wide_ms(task->delay_ms, task_cold(task)->delay_hi & (AT_DUE_HI - 1));
 }
 
 /*

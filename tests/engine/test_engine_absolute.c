@@ -157,6 +157,42 @@ Test(absolute, set_due_while_paused_applies_on_resume)
 	destroy_expecting_one_release(e, r);
 }
 
+/*
+ * A one-shot given a time resumes with the delay that time stood for when it was given
+ * (issue 24): given while paused too, not the shorter one left when its first resume placed
+ * it. The same steps on a task that was not paused when given the time answer the same.
+ */
+static uint64_t due_after_second_resume(bool paused_when_given)
+{
+	tw_engine *e = manual_engine(1);
+	struct recorder *r = recorder_new(e);
+	uint64_t t0 = manual_now(e);
+	tw_id id = add_recorded(e, r, 100, 0, 0);
+	if (paused_when_given)
+		cr_assert_eq(tw_pause(e, id), TW_OK);
+	cr_assert_eq(tw_set_due(e, id, t0 + 200 * NS_PER_MS), TW_OK); /* 200 ms from now */
+	step(e, 50);
+	if (!paused_when_given)
+		cr_assert_eq(tw_pause(e, id), TW_OK);
+	cr_assert_eq(tw_resume(e, id), TW_OK);
+	if (paused_when_given)
+		cr_assert_eq(info_of(e, id).next_due_ns, t0 + 200 * NS_PER_MS, "the time given");
+	else
+		cr_assert_eq(info_of(e, id).next_due_ns, t0 + 250 * NS_PER_MS);
+	cr_assert_eq(tw_pause(e, id), TW_OK);
+	cr_assert_eq(tw_resume(e, id), TW_OK);
+	uint64_t due = info_of(e, id).next_due_ns;
+	cr_assert_eq(atomic_load(&r->runs), 0);
+	destroy_expecting_one_release(e, r);
+	return due - t0;
+}
+
+Test(absolute, set_due_while_paused_keeps_the_delay_the_time_stood_for)
+{
+	cr_assert_eq(due_after_second_resume(false), 250 * NS_PER_MS, "now + 200 ms");
+	cr_assert_eq(due_after_second_resume(true), 250 * NS_PER_MS, "now + 200 ms, as unpaused");
+}
+
 Test(absolute, set_due_while_paused_past_by_resume_is_due_at_once)
 {
 	tw_engine *e = manual_engine(1);
