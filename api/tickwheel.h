@@ -719,8 +719,10 @@ static inline int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
  * TW_NEVER: no due until one is given. On a paused task the delay applies on
  * resume. On a one-shot whose firing was handed out it re-arms the task: it
  * runs again after that run (from its own callback too). The new due
- * replaces a firing that came due and waits for the task's own run to
- * return. A completed one-shot cannot be re-armed: add it again.
+ * (TW_NEVER too) replaces a firing that came due and waits for the task's
+ * own run to return: that firing counts as overlap, in skipped_overlap and
+ * the next run's tw_fire.skipped. A completed one-shot cannot be re-armed:
+ * add it again.
  *
  * Return: TW_OK; -TW_ENOTFOUND for an id the engine does not keep;
  * -TW_ESTATE for a completed or stopped task; -TW_ERANGE for a delay above

@@ -343,6 +343,26 @@ static int with_task(tw_engine *e, tw_id id, task_op *op, uint64_t value, bool t
 	return rc;
 }
 
+/*
+ * Lock held: a new due replaces the firing that came due and waits for the task's own run to
+ * return. That firing was due, so it counts, as overlap, as one replaced by a later due that
+ * comes while it waits (wheel_thread.c, overlapping): due firings stay runs plus skips, and
+ * the next run's tw_fire.skipped reports it.
+ */
+static __attribute__((noinline)) void replace_rerun(struct tw_engine *e, struct tw_task *task)
+{
+	task->rerun = false;
+	task_skip(task, &task_cold(task)->skipped_overlap, 1);
+	atomic_fetch_add_explicit(&e->api_skipped_overlap, 1, memory_order_relaxed);
+}
+
+/* Inline, the test alone: a firing rarely waits for the run. */
+static ALWAYS_INLINE void drop_rerun(struct tw_engine *e, struct tw_task *task)
+{
+	if (__builtin_expect(task->rerun, 0))
+		replace_rerun(e, task);
+}
+
 /* Inlined: tw_set_delay_many runs it once per id of a batch, where a call would cost more
  * than what it does. */
 static ALWAYS_INLINE int op_set_delay(struct tw_engine *e, struct tw_task *task, uint64_t delay_ms,
@@ -356,7 +376,7 @@ static ALWAYS_INLINE int op_set_delay(struct tw_engine *e, struct tw_task *task,
 		task->delay_pending = true;
 		return TW_OK;
 	}
-	task->rerun = false; /* the new due replaces a firing that waits for the run to return */
+	drop_rerun(e, task); /* the new due replaces a firing that waits for the run to return */
 	set_due(e, task, tw__engine_due_at_ns(e, now_ns, delay_ms), after);
 	return TW_OK;
 }
@@ -374,7 +394,7 @@ static int op_set_never(struct tw_engine *e, struct tw_task *task, uint64_t unus
 		task->delay_pending = true;
 		return TW_OK;
 	}
-	task->rerun = false; /* no due: a firing that waits for the run to end goes too */
+	drop_rerun(e, task); /* no due: a firing that waits for the run to end goes too */
 	set_due(e, task, DUE_NEVER, after);
 	return TW_OK;
 }
@@ -398,7 +418,7 @@ static int op_set_time(struct tw_engine *e, struct tw_task *task, uint64_t at_ns
 		return TW_OK;
 	}
 	task_set_delay_ms(task, delay_of_due(e, now_ns, due));
-	task->rerun = false; /* as tw_set_delay: the new due replaces a firing that waits */
+	drop_rerun(e, task); /* as tw_set_delay: the new due replaces a firing that waits */
 	set_due(e, task, due, after);
 	return TW_OK;
 }
@@ -540,7 +560,7 @@ static ALWAYS_INLINE bool postponed(struct tw_engine *e, struct tw_task *task, u
 	    tick < wheel_entry_due(&task->entry))
 		return false;
 	task->delay_ms = (uint32_t)delay_ms;
-	task->rerun = false; /* as op_set_delay */
+	drop_rerun(e, task); /* as op_set_delay */
 	atomic_store_explicit(&task->due_ns, e->epoch_ns + tick * NS_PER_MS, memory_order_relaxed);
 	return true;
 }

@@ -604,10 +604,12 @@ int model_set_delay(struct model *m, uint32_t label, uint64_t delay)
 	}
 	/* "On a one-shot whose firing was handed out it re-arms the task". fine points: TW_NEVER
 	 * re-arms it too (it waits, no due, instead of completing). "The new due replaces a
-	 * firing that came due and waits for the task's run to return". */
+	 * firing that came due and waits for the task's run to return: that firing counts as
+	 * overlap, in skipped_overlap and the next run's tw_fire.skipped". */
 	t->armed = true;
-	if (t->late) { /* the skips it would have reported go to the next run */
+	if (t->late) { /* the skips it would have reported go to the next run, with it */
 		t->late = false;
+		skip(m, t, OVERLAP, 1);
 		t->skipped_since = sat_add(t->skipped_since, t->late_skipped);
 	}
 	set_due(m, t, due_after(m, delay));

@@ -413,3 +413,109 @@ Test(skips, queue_holds_exactly_queue_capacity_firings)
 	}
 	assert_no_leaks();
 }
+
+/*
+ * A firing that came due during its task's own run waits for it; a new due given meanwhile
+ * takes its place (issue 24). The one replaced was due and never runs: it counts as overlap,
+ * and the next run's tw_fire.skipped reports it, so that due firings stay runs plus skips.
+ */
+enum replace_how { BY_SET_DELAY, BY_SET_DUE, BY_SET_NEVER, BY_PERIODIC_SET_DELAY };
+
+struct replacer {
+	tw_engine *engine;
+	enum replace_how how;
+	_Atomic tw_id id;
+	_Atomic uint64_t runs, failed_calls;
+	uint64_t due[4], skipped[4];
+};
+
+static int replace_callback(const tw_fire *fire, void *arg)
+{
+	struct replacer *c = arg;
+	uint64_t n = atomic_fetch_add(&c->runs, 1) + 1;
+	if (n <= 4) {
+		c->due[n - 1] = fire->due_ns;
+		c->skipped[n - 1] = fire->skipped;
+	}
+	if (n != 1)
+		return 0;
+	tw_engine *e = c->engine;
+	tw_id id = atomic_load(&c->id);
+	int bad = 0;
+	if (c->how == BY_PERIODIC_SET_DELAY) {
+		bad |= tw_advance(e, 10) != TW_OK; /* its next period comes due: it waits */
+		bad |= tw_set_delay(e, id, 5) != TW_OK;
+	} else {
+		bad |= tw_set_delay(e, id, 0) != TW_OK;
+		bad |= tw_advance(e, 0) != TW_OK; /* due now, during this run: it waits */
+		if (c->how == BY_SET_DELAY)
+			bad |= tw_set_delay(e, id, 1) != TW_OK;
+		else if (c->how == BY_SET_DUE)
+			bad |= tw_set_due(e, id, fire->due_ns + NS_PER_MS) != TW_OK;
+		else
+			bad |= tw_set_delay(e, id, TW_NEVER) != TW_OK;
+		if (c->how != BY_SET_NEVER)
+			bad |= tw_advance(e, 1) != TW_OK; /* the new due comes, and waits in turn */
+	}
+	if (bad)
+		atomic_fetch_add(&c->failed_calls, 1);
+	return 0;
+}
+
+static void replaced_waiting_firing(enum replace_how how)
+{
+	tw_engine *e = manual_engine(1);
+	struct replacer c = { .engine = e, .how = how };
+	uint64_t t0 = manual_now(e);
+	bool periodic = how == BY_PERIODIC_SET_DELAY;
+	tw_task_spec spec = spec_of(periodic ? 10 : 1, periodic ? 10 : 0, replace_callback, &c);
+	spec.flags = periodic ? TW_RUN_LATE : 0;
+	tw_id id = add_spec(e, &spec);
+	atomic_store(&c.id, id);
+	step(e, periodic ? 10 : 1);
+	cr_assert_eq(atomic_load(&c.failed_calls), 0);
+	uint64_t due_firings = how == BY_SET_NEVER ? 2 : 3;
+	uint64_t runs = how == BY_SET_NEVER ? 1 : 2;
+	if (periodic) {
+		step(e, 5); /* t0 + 25: the due set in run 1 */
+		cr_assert_eq(c.due[1], t0 + 25 * NS_PER_MS);
+	} else if (how != BY_SET_NEVER) {
+		cr_assert_eq(c.due[1], t0 + 2 * NS_PER_MS, "the later due ran, after run 1");
+	}
+	cr_assert_eq(atomic_load(&c.runs), runs);
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.skipped_overlap, 1, "the replaced firing counts as overlap");
+	cr_assert_eq(info.runs + info_skips(&info), due_firings);
+	if (runs > 1)
+		cr_assert_eq(c.skipped[1], 1, "the next run reports it");
+	cr_assert_eq(stats_of(e).skipped_overlap, 1);
+	cr_assert_eq(info.state, how == BY_SET_NEVER || periodic ? TW_WAITING : TW_COMPLETED);
+	if (periodic) {
+		step(e, 10); /* t0 + 35, on the new phase, nothing more skipped */
+		cr_assert_eq(atomic_load(&c.runs), 3);
+		cr_assert_eq(c.skipped[2], 0);
+		info = info_of(e, id);
+		cr_assert_eq(info.runs + info_skips(&info), 4);
+	}
+	tw_engine_destroy(e);
+}
+
+Test(skips, set_delay_replacing_a_waiting_one_shot_firing_counts_it)
+{
+	replaced_waiting_firing(BY_SET_DELAY);
+}
+
+Test(skips, set_due_replacing_a_waiting_one_shot_firing_counts_it)
+{
+	replaced_waiting_firing(BY_SET_DUE);
+}
+
+Test(skips, set_delay_never_replacing_a_waiting_firing_counts_it)
+{
+	replaced_waiting_firing(BY_SET_NEVER);
+}
+
+Test(skips, set_delay_replacing_a_waiting_run_late_firing_counts_it)
+{
+	replaced_waiting_firing(BY_PERIODIC_SET_DELAY);
+}
