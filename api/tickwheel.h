@@ -830,7 +830,11 @@ TW_API int tw_resume(tw_engine *e, tw_id id);
  *
  * No new run starts once it returns; a run going on finishes. release(arg)
  * is called exactly once: by tw_cancel itself, in the calling thread, when
- * no run of the task is going; else on an executor after the last run.
+ * no run of the task is going (a firing queued but not started counts as
+ * none: it is dropped, counted as missed); else on an executor after the
+ * last run. A task whose dropped firing is still queued (behind a long run)
+ * is kept, and answers tw_get, until its executor takes that firing out,
+ * retain_ms or not.
  *
  * Return: TW_OK; -TW_ENOTFOUND; -TW_ESTATE for a task that ended already;
  * -TW_ESHUTDOWN. Any thread (a callback may cancel its own task: it is

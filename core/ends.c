@@ -6,19 +6,52 @@
 
 #include <string.h>
 
-void tw__task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x,
-			  struct after_unlock *after)
+/* Lock held: releases the task now (after_unlock calls the release) and mails it to the
+ * wheel thread, which keeps it queryable, then reaps it. */
+static inline __attribute__((always_inline)) void release_task(struct tw_engine *e,
+							       struct tw_task *task,
+							       struct executor *x,
+							       struct after_unlock *after)
 {
-	TASK_LOCKED(task);
-	if (task->released || atomic_load(&task->running))
-		return;
 	task->released = true;
 	struct task_cold *cold = task_cold(task);
 	after->release = cold->release;
 	after->arg = cold->arg;
-	/* the wheel thread keeps it queryable, then reaps it */
 	if (x ? tw__executor_mail_ended(x, task) : tw__task_mail(e, task))
 		after->wake = e;
+}
+
+/*
+ * Lock held: tw__task_end_if_idle for a task released already, or with firings in flight. A
+ * firing queued and not started is no run: an ended task's never starts, its executor only
+ * takes it out, and the caller was promised the release once no run goes. The task is not
+ * reaped before that firing is taken out (it points to the task): reconcile waits for it,
+ * and its taking out mails the task again.
+ */
+static __attribute__((noinline)) void end_in_flight(struct tw_engine *e, struct tw_task *task,
+						    struct executor *x, struct after_unlock *after)
+{
+	uint32_t running = atomic_load(&task->running);
+	if (!task->released) {
+		if (running == 1 && task_has_trait(task, TRAIT_QUEUED))
+			release_task(e, task, x, after);
+		return;
+	}
+	/* A mail not yet taken in finds it taken out. */
+	if (!running && task->filing != FILED_REAP && !task->mailed &&
+	    (x ? tw__executor_mail_ended(x, task) : tw__task_mail(e, task)))
+		after->wake = e;
+}
+
+void tw__task_end_if_idle(struct tw_engine *e, struct tw_task *task, struct executor *x,
+			  struct after_unlock *after)
+{
+	TASK_LOCKED(task);
+	if (__builtin_expect(task->released || atomic_load(&task->running), 0)) {
+		end_in_flight(e, task, x, after);
+		return;
+	}
+	release_task(e, task, x, after);
 }
 
 /* A firing a stop took out of a ring: counted missed, the task's count of firings in flight

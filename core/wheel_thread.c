@@ -139,9 +139,11 @@ static inline __attribute__((always_inline)) void reconcile(struct tw_engine *e,
 	TASK_LOCKED(task);
 	WHEEL_THREAD_ONLY();
 	if (task->released) {
-		/* Not reaped before an executor has made its release call. Kept retain_ms
-		 * whole: the reaping tick comes after retain_ms more ticks have passed. */
-		if (task->filing != FILED_REAP && !task->release_queued) {
+		/* Not reaped before an executor has made its release call, nor while a firing
+		 * dropped by a cancel still waits in a ring (it points to the task). Kept
+		 * retain_ms whole: the reaping tick comes after retain_ms more ticks have passed. */
+		if (task->filing != FILED_REAP && !task->release_queued &&
+		    !atomic_load_explicit(&task->running, memory_order_relaxed)) {
 			uint64_t keep = e->cfg.retain_ms < TW_MAX_DELAY_MS ? e->cfg.retain_ms :
 									     TW_MAX_DELAY_MS;
 			if (task->filing == FILED_READY)

@@ -216,8 +216,8 @@ static void end_task(struct model *m, uint32_t label, struct model_task *t)
 	unfile(t);
 	drop_firings(m, label, t);
 	t->hold = false;
-	/* "release(arg) is called exactly once, after the last run returned". header gap: with
-	 * a dropped firing still queued, at the cancel or when the executor discards it. */
+	/* "release(arg) is called exactly once, after the last run returned", by tw_cancel
+	 * itself when no run is going: "a firing queued but not started counts as none". */
 	if (!t->running)
 		release(t);
 	live_remove(m, t);

@@ -154,6 +154,75 @@ Test(lifecycle, cancel_before_a_queued_run_starts_prevents_it)
 	assert_no_leaks();
 }
 
+/* Record the thread a release ran in. */
+struct release_thread {
+	_Atomic uint64_t releases;
+	pthread_t thread;
+};
+
+static void note_release_thread(void *arg)
+{
+	struct release_thread *t = arg;
+	t->thread = pthread_self();
+	atomic_fetch_add(&t->releases, 1);
+}
+
+/*
+ * A firing queued and not started counts as no run (issue 24): tw_cancel of a task whose only
+ * firing waits behind another task's run releases it itself, in the calling thread, before it
+ * returns. The task is kept until the executor takes the dropped firing out (a short
+ * retain_ms passes meanwhile), then forgotten; it never runs, and is released once.
+ */
+Test(lifecycle, cancel_of_a_task_whose_only_firing_is_queued_releases_at_once)
+{
+	tw_config cfg = manual_config(1);
+	cfg.retain_ms = 1;
+	tw_engine *e = engine_new(&cfg);
+	struct recorder *blocker = recorder_new(e);
+	struct counts c = { 0 };
+	struct release_thread rel = { 0 };
+	add_recorded(e, blocker, 1, 0, 0);
+	atomic_store(&blocker->block, true);
+	advance(e, 1);
+	wait_started(blocker);
+	tw_task_spec spec = spec_of(1, 0, count_callback, &c);
+	spec.release = note_release_thread;
+	spec.arg = &rel;
+	tw_id id = add_spec(e, &spec);
+	advance(e, 1); /* its firing is handed out, behind the blocker */
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.state, TW_RUNNING);
+	cr_assert_eq(info.runs, 0);
+	cr_assert_eq(info.running, 1);
+	cr_assert_eq(tw_cancel(e, id), TW_OK);
+	cr_assert_eq(atomic_load(&rel.releases), 1, "released by tw_cancel itself");
+	cr_assert(pthread_equal(rel.thread, pthread_self()), "in the calling thread");
+	info = info_of(e, id);
+	cr_assert_eq(info.state, TW_STOPPED);
+	cr_assert_eq(info.skipped_missed, 1);
+	for (int i = 0; i < 5; i++)
+		advance(e, 1); /* past retain_ms while the dropped firing is still queued */
+	/* Not reaped meanwhile: the queued firing points to it, and its slot may not be reused. */
+	cr_assert_eq(tw_get(e, id, &info), TW_OK, "kept while its firing is queued");
+	gate_open(&blocker->gate, 1);
+	quiesce(e);
+	step(e, 2);
+	cr_assert_eq(tw_get(e, id, &info), -TW_ENOTFOUND, "forgotten once taken out");
+	cr_assert_eq(atomic_load(&c.runs), 0, "it never ran");
+	cr_assert_eq(atomic_load(&rel.releases), 1);
+	struct counts later = { 0 };
+	add_counted(e, &later, 1, 0); /* may take the slot again */
+	step(e, 1);
+	cr_assert_eq(atomic_load(&later.runs), 1);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&rel.releases), 1);
+	cr_assert_eq(atomic_load(&later.releases), 1);
+	cr_assert_eq(atomic_load(&blocker->releases), 1);
+	assert_recorder_sane(blocker);
+	recorder_free(blocker);
+	assert_no_leaks();
+}
+
 /* Pause a task whose firing was handed out but has not started: the run
  * does not start, and the firing counts as skipped, not lost. */
 Test(lifecycle, pause_before_a_queued_run_starts_prevents_it)
