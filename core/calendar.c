@@ -60,6 +60,24 @@ uint64_t tw__calendar_plan(const struct tw_engine *e, struct calendar *c, int64_
 	return c->planned_due;
 }
 
+/*
+ * The latest fire time at or before target, from one (known) at or before it. Halves the span
+ * it may lie in at each search, so that a stall of any length costs some 64 of them.
+ */
+static int64_t latest_fire(const struct tw_cron *cron, int64_t known, int64_t target)
+{
+	/* lo is a fire time; none lies in (hi, target] */
+	int64_t lo = known, hi = target, next;
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		if (tw_cron_next(cron, mid, &next, 1) == TW_OK && next <= hi)
+			lo = next;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 uint64_t tw__calendar_fire(const struct tw_engine *e, struct tw_task *task, uint64_t due,
 			   uint64_t target_ns, uint64_t *fire_due, uint64_t *missed)
 {
@@ -76,7 +94,8 @@ uint64_t tw__calendar_fire(const struct tw_engine *e, struct tw_task *task, uint
 	uint64_t n = 0;
 	while (rc == TW_OK && next <= target_wall) {
 		if (++n == MISSED_COUNTED) {
-			wall = target_wall;
+			/* the firing stands for the latest fire time, not for target itself */
+			wall = latest_fire(c->cron, next, target_wall);
 			rc = tw_cron_next(c->cron, target_wall, &next, 1);
 			break;
 		}

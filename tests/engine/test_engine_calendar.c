@@ -116,6 +116,31 @@ Test(calendar, stall_runs_once_for_the_latest)
 	destroy_expecting_one_release(e, r);
 }
 
+/*
+ * Past the 100 000 missed fire times counted one by one (issue 24): the run still stands for
+ * the latest fire time, as after a shorter stall, not for the tick the stall ended at; its
+ * lateness shows how far that was. The stall ends half a second past a fire time.
+ */
+Test(calendar, long_stall_runs_for_the_latest_fire_time)
+{
+	int64_t w0 = 1767225600;
+	uint64_t start;
+	tw_engine *e = engine_at_wall(0, w0, &start);
+	struct recorder *r = recorder_new(e);
+	tw_id id = add_cron(e, r, "CRON_TZ=UTC * * * * * *", 0);
+	step(e, 150000 * UINT64_C(1000) + 500); /* fire times w0 + 1 ... w0 + 150 000 passed */
+	cr_assert_eq(atomic_load(&r->runs), 1);
+	cr_assert_eq(wall_of(r->due[0], w0, start), S(w0 + 150000));
+	cr_assert_eq(r->skipped[0], 100000, "counted up to 100 000");
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.last_lateness_ns, 500 * MS);
+	cr_assert_eq(info.next_due_wall_ns, S(w0 + 150001));
+	step(e, 500);
+	cr_assert_eq(atomic_load(&r->runs), 2);
+	cr_assert_eq(wall_of(r->due[1], w0, start), S(w0 + 150001));
+	destroy_expecting_one_release(e, r);
+}
+
 static void overlap(unsigned flags)
 {
 	int64_t w0 = 1767225600;
