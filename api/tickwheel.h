@@ -97,7 +97,9 @@
  *    its run goes is TW_PAUSED (TW_STOPPED) at once, and TW_RUNNING again if
  *    resumed while that run goes. A paused or ended task has no due
  *    (next_due_ns 0). tw_get's running counts runs going and firings handed
- *    out, also a dropped one until its executor takes it out.
+ *    out, also a dropped one until its executor takes it out; not a firing
+ *    that waits for the task's own run (it is handed to that run's executor
+ *    when the run returns).
  *  - tw_resume gives a periodic task now + period; a one-shot (also one made
  *    by tw_set_period(0)) now + the last delay it was given by tw_add or
  *    tw_set_delay (TW_NEVER: it waits with no due); a delay given while the
@@ -127,6 +129,9 @@
  *  - tw_get from a callback counts the run going in runs, as tw_fire.run.
  *    A task that ended on an executor (a one-shot's last run, a cancel from
  *    its callback) has been released when tw_quiesce returns.
+ *  - A task cancelled while a run of it goes (from its own callback too) is
+ *    TW_STOPPED at once, but ends when that run returns: it is released
+ *    then, and kept retain_ms from then, not from the cancel.
  *  - When several codes apply, the first of: -TW_EINVAL or -TW_ERANGE for
  *    an argument; -TW_ESHUTDOWN or -TW_EFORKED; -TW_ENOTFOUND (id 0 too);
  *    -TW_ESTATE. tw_set_delay_many sets the ids in array order, as that many
@@ -198,7 +203,10 @@
  * next tw_advance, even tw_advance(e, 0). The wheel thread takes in the
  * changes made since the last tw_advance (callbacks' included) when the next
  * one begins, so the order within a millisecond is exact: the order of the
- * changes, a task changed several times at the place of its first change. After tw_advance(e, ms) and
+ * changes that file a task (an add, a move earlier, a resume: see "Due
+ * times"), a task changed several times at the place of the first of those.
+ * A postpone, a pause or a period change files nothing: made before, it
+ * gives the task no place. After tw_advance(e, ms) and
  * tw_quiesce, every firing due at or before the new time has run (or been
  * skipped by the rules above) and no other has; callbacks see the new time
  * as now, so a one-shot armed from a callback for 1 ms comes due 1 ms after
@@ -358,8 +366,9 @@ typedef struct {
 	uint64_t last_run_ns, longest_run_ns;
 	bool paused_by_failures;
 	bool concurrent;
-	uint32_t running; /* firings handed to executors and not finished */
-	bool stuck;       /* a run of it has lasted longer than run_limit_ms and goes on */
+	/* firings handed to executors and not finished (not one waiting for the task's run) */
+	uint32_t running;
+	bool stuck; /* a run of it has lasted longer than run_limit_ms and goes on */
 	uint64_t last_lateness_ns, max_lateness_ns; /* how late runs started: see last_run_ns */
 	/* Its runs go on the wheel thread: added with TW_ON_WHEEL_THREAD and not moved to the
 	 * executors by the budget guard. */

@@ -348,6 +348,64 @@ Test(lifecycle, ended_tasks_answer_until_retain_ms_then_not_found)
 	assert_no_leaks();
 }
 
+/* Cancels its own task, then moves the manual clock while its run still goes. */
+struct self_cancel {
+	tw_engine *engine;
+	_Atomic tw_id id;
+	_Atomic uint64_t runs, releases, failed_calls;
+	_Atomic int state_after_cancel;
+};
+
+static int self_cancel_callback(const tw_fire *fire, void *arg)
+{
+	struct self_cancel *c = arg;
+	atomic_fetch_add(&c->runs, 1);
+	tw_task_info info;
+	if (tw_cancel(c->engine, fire->id) != TW_OK || tw_get(c->engine, fire->id, &info) != TW_OK)
+		atomic_fetch_add(&c->failed_calls, 1);
+	atomic_store(&c->state_after_cancel, (int)info.state);
+	if (tw_advance(c->engine, 8) != TW_OK)
+		atomic_fetch_add(&c->failed_calls, 1);
+	return 0;
+}
+
+static void self_cancel_release(void *arg)
+{
+	atomic_fetch_add(&((struct self_cancel *)arg)->releases, 1);
+}
+
+/*
+ * A task cancelled during its own run (issue 24: decided and written) is TW_STOPPED at once,
+ * but ends when that run returns: it is released then, and retain_ms counts from then, not
+ * from the cancel. Here the run lasts 8 ms of the manual clock after its cancel.
+ */
+Test(lifecycle, task_cancelled_in_its_own_run_is_kept_retain_ms_from_the_run_s_end)
+{
+	tw_config cfg = manual_config(1);
+	cfg.retain_ms = 10;
+	tw_engine *e = engine_new(&cfg);
+	struct self_cancel c = { .engine = e };
+	tw_task_spec spec = spec_of(1, 1, self_cancel_callback, &c);
+	spec.release = self_cancel_release;
+	tw_id id = add_spec(e, &spec);
+	atomic_store(&c.id, id);
+	step(e, 1); /* the run: cancel at t0 + 1, returns at t0 + 9 */
+	cr_assert_eq(atomic_load(&c.failed_calls), 0);
+	cr_assert_eq(atomic_load(&c.state_after_cancel), TW_STOPPED, "stopped at once");
+	cr_assert_eq(atomic_load(&c.releases), 1, "released once its run returned");
+	tw_task_info info;
+	step(e, 10); /* t0 + 19: 18 ms from the cancel, 10 from the run's end */
+	cr_assert_eq(tw_get(e, id, &info), TW_OK, "kept retain_ms whole from the run's end");
+	cr_assert_eq(info.state, TW_STOPPED);
+	cr_assert_eq(info.runs, 1);
+	step(e, 1);
+	cr_assert_eq(tw_get(e, id, &info), -TW_ENOTFOUND);
+	cr_assert_eq(atomic_load(&c.runs), 1);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), 1);
+	assert_no_leaks();
+}
+
 Test(lifecycle, default_retention_is_five_seconds)
 {
 	tw_engine *e = manual_engine(1);

@@ -266,6 +266,54 @@ Test(no_loss, manual_clock_files_a_task_changed_twice_at_its_first_change)
 	assert_no_leaks();
 }
 
+/*
+ * Manual clock: a task's place is that of its first change that files it (an add, a move
+ * earlier, a resume); a postpone, a pause or a period change made before files nothing and
+ * gives it no place (issue 24: the rule, now written). Here x's first change of each pair is
+ * of that kind, made before y is moved: y, moved earlier first, goes first.
+ */
+enum unfiling_change { POSTPONE, PAUSE, SET_PERIOD };
+
+static void first_change_that_files(enum unfiling_change how)
+{
+	tw_engine *e = manual_engine(1);
+	struct order o = { 0 };
+	tw_task_spec spec = spec_of(100, 0, order_callback, &o);
+	tw_id x = add_spec(e, &spec), y = add_spec(e, &spec);
+	step(e, 1);
+	if (how == POSTPONE)
+		cr_assert_eq(tw_set_delay(e, x, 200), TW_OK);
+	else if (how == PAUSE)
+		cr_assert_eq(tw_pause(e, x), TW_OK);
+	else
+		cr_assert_eq(tw_set_period(e, x, 50), TW_OK);
+	cr_assert_eq(tw_set_delay(e, y, 5), TW_OK);
+	cr_assert_eq(tw_set_delay(e, x, 5), TW_OK); /* while paused: applies on resume */
+	if (how == PAUSE)
+		cr_assert_eq(tw_resume(e, x), TW_OK);
+	step(e, 5);
+	cr_assert_eq(atomic_load(&o.n), 2);
+	cr_assert_eq(o.seen[0], y, "y was filed first");
+	cr_assert_eq(o.seen[1], x);
+	tw_engine_destroy(e);
+	assert_no_leaks();
+}
+
+Test(no_loss, manual_clock_a_postpone_gives_no_place)
+{
+	first_change_that_files(POSTPONE);
+}
+
+Test(no_loss, manual_clock_a_pause_gives_no_place)
+{
+	first_change_that_files(PAUSE);
+}
+
+Test(no_loss, manual_clock_a_period_change_gives_no_place)
+{
+	first_change_that_files(SET_PERIOD);
+}
+
 /* A one-shot re-armed twice during its own blocked run: the later due takes the place of
  * the waiting firing, which counts as overlap; one run follows, for the later due. */
 Test(no_loss, a_later_due_replaces_the_waiting_firing_of_a_one_shot)

@@ -430,6 +430,34 @@ Test(states, running_is_what_tw_get_says_during_a_run)
 	assert_no_leaks();
 }
 
+/*
+ * tw_task_info.running counts firings handed to executors, not one that waits for the task's
+ * own run (issue 24: decided and written): that one is handed to the run's executor only when
+ * the run returns. The task is TW_RUNNING, and shows that firing's due as its next.
+ */
+Test(states, a_firing_waiting_for_its_own_run_is_not_counted_running)
+{
+	tw_engine *e = manual_engine(1);
+	struct recorder *r = recorder_new(e);
+	uint64_t t0 = manual_now(e);
+	tw_id id = add_recorded(e, r, 1, 0, 0);
+	start_blocked_run(e, r);
+	cr_assert_eq(tw_set_delay(e, id, 1), TW_OK); /* re-armed during its run */
+	advance(e, 1);                               /* due at t0 + 2: waits for the run */
+	tw_task_info info = info_of(e, id);
+	cr_assert_eq(info.state, TW_RUNNING);
+	cr_assert_eq(info.running, 1, "the run going; not the firing that waits for it");
+	cr_assert_eq(info.next_due_ns, t0 + 2 * NS_PER_MS);
+	atomic_store(&r->block, false);
+	gate_open(&r->gate, 1);
+	quiesce(e);
+	cr_assert_eq(atomic_load(&r->runs), 2);
+	info = info_of(e, id);
+	cr_assert_eq(info.state, TW_COMPLETED);
+	cr_assert_eq(info.running, 0);
+	destroy_expecting_one_release(e, r);
+}
+
 Test(states, running_pause_lets_the_run_finish_then_nothing_more)
 {
 	tw_engine *e = manual_engine(1);
