@@ -1219,17 +1219,21 @@ TW_API int tw_quiesce(tw_engine *e);
  *    letters, in any case, as are the macros;
  *  - each field is a list of items separated by commas; an item is "*" (every
  *    value), a value, a range "10-40" (its start not after its end: no
- *    wrapping), each with an optional step "/N", N >= 1: "*\/5" (a comment
- *    cannot hold "*" and "/" together: read it without the backslash),
- *    "10-40/10", and "5/15", which is "5-59/15"; "?" is "*" in day-of-month and
- *    day-of-week, and refused elsewhere;
+ *    wrapping), each with an optional step "/N", N >= 1 written in any number
+ *    of digits: "*\/5" (a comment cannot hold "*" and "/" together: read it
+ *    without the backslash), "10-40/10", and "5/15", which is "5-59/15"; a
+ *    step past the end gives the first value alone ("*\/1000" in minutes is
+ *    minute 0); in day-of-week, "*" and "N/step" stop at 6 (Saturday), so
+ *    "*\/2" is 0, 2, 4, 6 and "5/1" is 5-6: 7 is Sunday only when written;
+ *    "?" is "*" in day-of-month and day-of-week, and refused elsewhere;
  *  - the day: when day-of-month and day-of-week are both restricted, a day
  *    matching either matches ("0 0 1,15 * MON": the 1st, the 15th and every
  *    Monday); when either is written "*" or "?" (a step of 1 at most), the
  *    other alone decides. "*\/2" is restricted (robfig/cron's rule);
  *  - the macros are "0 0 0 1 1 *", the same, "0 0 0 1 * *", "0 0 0 * * 0",
  *    "0 0 0 * * *", the same, "0 0 * * * *";
- *  - "@every DURATION" (a duration as tw_parse_duration reads it, above 0:
+ *  - "@every DURATION" (a duration as tw_parse_duration reads it, in any
+ *    number of characters, above 0:
  *    "@every 150ms", "@every 1.5s"; a bare number is milliseconds) is a fixed
  *    period counted from the time the schedule is planned, not aligned to
  *    the clock or the zone: its fire times after T are T + k x DURATION,
@@ -1282,7 +1286,9 @@ typedef struct tw_cron tw_cron; /* a parsed schedule; read-only once made */
  *
  * Return: TW_OK; -TW_EINVAL for NULL @expr or @out; -TW_ESYNTAX for an
  * expression that is not valid; -TW_ENOZONE for a zone that is unknown, or
- * whose file cannot be read or is not valid TZif data; -TW_ENOMEM when
+ * whose file cannot be read, is not a regular file (a FIFO or a device is
+ * not opened for reading: no wait for a writer) or is not valid TZif data;
+ * -TW_ENOMEM when
  * memory runs out. Any thread. Blocks while it reads the zone's file (not
  * for "UTC"). Cost O(length) plus that read: see perf/README.md.
  */

@@ -4,7 +4,7 @@
  *
  * One pass from left to right; the first error found is reported, at the
  * byte where it is, with a static reason. The zone is read after the rest
- * has parsed: a typo costs no file read, and nothing is allocated before.
+ * has parsed: a typo costs no file read, and nothing is kept allocated before.
  */
 #include "cron.h"
 
@@ -146,16 +146,18 @@ static int item(struct parser *ps, const struct field *f, const char *start, con
 	if (p < end && *p == '/') {
 		const char *at = ++p;
 		step = 0;
+		/* Any step past the widest field (0-59) gives its first value alone, as in
+		 * robfig/cron: saturating keeps "/1000" and longer from overflowing the loop. */
 		for (; p < end && *p >= '0' && *p <= '9'; p++)
-			if ((step = step * 10 + (unsigned)(*p - '0')) > 999)
-				return fail(ps, at, "step too large (999 at most)");
+			step = step > 64 ? step : step * 10 + (unsigned)(*p - '0');
 		if (p == at)
 			return fail(ps, at, "a step expected after '/'");
 		if (!step)
 			return fail(ps, at, "a step must be 1 or more");
+		/* "5/15": 5 to the end, by 15; in day-of-week the end is 6, as for "*", so
+		 * "6/1" is Saturday alone (robfig/cron's days end at 6), and "7/N" Sunday */
 		if (single)
-			hi = f->star_max > lo ? f->star_max :
-						f->max; /* "5/15": 5 to the end, by 15 */
+			hi = lo > f->star_max ? lo : f->star_max;
 	}
 	if (p < end)
 		return fail(ps, p, *p == ',' ? "empty item in a list" : "unexpected character");
@@ -228,13 +230,19 @@ static int every(struct parser *ps, const char *p, struct tw_cron *c)
 		return fail(ps, tok, "@every needs a duration (150ms, 5s, 2m, 1h)");
 	if (*skip_blanks(end))
 		return fail(ps, skip_blanks(end), "unexpected text after the duration");
-	char text[64];
-	if ((size_t)(end - tok) >= sizeof text)
-		return fail(ps, tok, "not a duration (150ms, 5s, 2m, 1h)");
+	/* tw_parse_duration takes a string: the token is copied whole, for it takes
+	 * any number of leading zeros and fraction digits, whatever the length. */
+	char *text = malloc((size_t)(end - tok) + 1);
+	if (!text) {
+		if (ps->err)
+			ps->err->reason = "out of memory";
+		return -TW_ENOMEM;
+	}
 	memcpy(text, tok, (size_t)(end - tok));
 	text[end - tok] = '\0';
 	uint64_t ns;
 	int rc = tw_parse_duration(text, &ns);
+	free(text);
 	if (rc == -TW_ERANGE || (!rc && ns > (uint64_t)INT64_MAX))
 		return fail(ps, tok, "duration too long");
 	if (rc)

@@ -40,7 +40,10 @@ static bool good_name(const char *name, size_t len)
 /* The whole file into *data (malloc'd). 0; -1 with errno (EFBIG: too large, or not a file). */
 static int read_file(const char *path, unsigned char **data, size_t *size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO (or a device) where a zone file should be would block the open
+	 * until a writer comes; it is refused by the check below instead. On a regular file
+	 * the flag changes nothing. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -1;
 	struct stat st;

@@ -10,6 +10,9 @@
 #include "cron_test.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Berlin, 2026: CET -> CEST on 29 March at 02:00, back on 25 October at 03:00. */
 Test(cron_zones, berlin_gap_fires_at_the_jump)
@@ -186,4 +189,31 @@ Test(cron_zones, tzdir_moves_the_zoneinfo)
 	cr_assert_eq(setenv("TZDIR", "/usr/share/zoneinfo/Europe", 1), 0);
 	EXPECT_NEXT("CRON_TZ=Berlin 0 0 12 * * *", "2026-07-01T00:00:00Z",
 		    "2026-07-01T12:00:00+02:00");
+}
+
+/* A FIFO where a zone file should be (a TZDIR the program does not control, a TZ path) is
+ * refused at once: opening it to read would wait for a writer that never comes. The timeout
+ * turns that wait into a failure. */
+Test(cron_zones, a_fifo_is_no_zone, .timeout = 20)
+{
+	char dir[] = "/tmp/tw-cron-fifo-XXXXXX", path[64];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/X", dir);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof path, "%s/X/Fifo", dir);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	cr_assert_eq(setenv("TZDIR", dir, 1), 0);
+	tw_cron *c = (tw_cron *)&c;
+	tw_cron_error err;
+	cr_assert_eq(tw_cron_parse("CRON_TZ=X/Fifo 0 0 0 * * *", &c, &err), -TW_ENOZONE);
+	cr_assert_null(c);
+	cr_assert_eq(err.offset, 8);
+	cr_assert(strstr(err.reason, "cannot read"), "%s", err.reason);
+	/* Local from a TZ that names it: no zone file, so UTC, as glibc */
+	cr_assert_eq(setenv("TZ", path, 1), 0);
+	EXPECT_NEXT("@daily", "2026-01-01T12:00:00Z", "2026-01-02T00:00:00Z");
+	cr_assert_eq(unlink(path), 0);
+	snprintf(path, sizeof path, "%s/X", dir);
+	cr_assert_eq(rmdir(path), 0);
+	cr_assert_eq(rmdir(dir), 0);
 }
