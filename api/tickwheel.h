@@ -1009,17 +1009,20 @@ static inline int tw_metrics_format(tw_engine *e, const tw_metrics_options *opt,
  *    passed count in skipped_missed (and in the first run's tw_fire.skipped).
  *    A periodic task's later dues follow that run by whole periods (its phase
  *    is the restore's); a calendar task's calendar goes on after now;
- *  - TW_MISFIRE_SKIP: every fire time that passed counts in skipped_missed,
- *    and the task waits for its first due after now: a periodic task's on its
- *    saved phase (the saved due plus whole periods), a calendar task's the
- *    schedule's first fire time after now. A one-shot has no due after now:
+ *  - TW_MISFIRE_SKIP: every fire time that passed counts in skipped_missed
+ *    (not in tw_fire.skipped: the first run is an ordinary one, on the
+ *    schedule), and the task waits for its first due after now: a periodic
+ *    task's on its saved phase (the saved due plus whole periods), a
+ *    calendar task's the schedule's first fire time after now. A one-shot has no due after now:
  *    it is not added (nor shown to the resolver), and counts in
  *    tw_restore_result.expired.
  * A periodic task's passed fire times are counted exactly ((now - due) /
  * period + 1); a calendar task's one by one with tw_cron_next, up to
- * TW_RESTORE_MISSED_MAX per task (the count stops there). Skips counted at
- * restore add to tw_engine_stats.skipped_missed too; the restored counters
- * do not (they are the task's history, not this engine's work).
+ * TW_RESTORE_MISSED_MAX missed ones per task (the count stops there; the
+ * fire time a TW_MISFIRE_RUN_ONCE run stands for is not one of them, as
+ * for the misses counted at run time). Skips counted at restore add to
+ * tw_engine_stats.skipped_missed too; the restored counters do not (they
+ * are the task's history, not this engine's work).
  *
  * The file (format: api/snapshot-format.md) is versioned and checksummed
  * (CRC-32 of the whole file). tw_restore refuses a file that is truncated,
@@ -1030,7 +1033,8 @@ static inline int tw_metrics_format(tw_engine *e, const tw_metrics_options *opt,
  * once.
  */
 
-/* The most missed fire times tw_restore counts for one calendar task. */
+/* The most missed fire times tw_restore counts for one calendar task (the fire time of the run
+ * at restore not among them). */
 #define TW_RESTORE_MISSED_MAX 10000
 
 /*
@@ -1133,9 +1137,10 @@ TW_API int tw_snapshot(tw_engine *e, const char *path, uint64_t *tasks);
  * too, as far as it went).
  *
  * In this order: reads the whole file, checks it whole (magic, version,
- * checksum, every record; each cron expression parsed; a file whose names
- * are not unique keeps the last record of each, see duplicates), checks that
- * no live task of @e has one of its names, then calls @resolve for each task,
+ * checksum, every record; each cron expression parsed and its next fire
+ * time after now found, as tw_add does; a file whose names are not unique
+ * keeps the last record of each, see duplicates), checks that no live task
+ * of @e has one of its names, then calls @resolve for each task,
  * adds the accepted ones with no due, and only once every one is added gives
  * each its counters, its due (see "Misfires") or its pause. Until it
  * returns, a restored task may be seen (tw_find, tw_list) waiting with no due.
@@ -1150,11 +1155,13 @@ TW_API int tw_snapshot(tw_engine *e, const char *path, uint64_t *tasks);
  * (an empty file too); -TW_EVERSION for a snapshot of another format version;
  * -TW_ECORRUPT for one truncated, whose checksum does not match, or with a
  * record that is not valid; -TW_ESYNTAX or -TW_ENOZONE for a cron expression
- * this machine cannot parse (a zone missing here); -TW_EEXIST when a live
- * task of @e has a name of the file (also one added meanwhile by another
- * thread); -TW_ELIMIT (max_tasks); -TW_ENOMEM; -TW_ESHUTDOWN; -TW_EFORKED; or
- * the negative code @resolve returned. On any failure nothing is left added
- * and every accepted release has been called once.
+ * this machine cannot parse (a zone missing here), -TW_ENOMATCH for one
+ * with no fire time within the search bound (as tw_add answers them);
+ * -TW_EEXIST when a live task of @e has a name of the file (also one added
+ * meanwhile by another thread); -TW_ELIMIT (max_tasks); -TW_ENOMEM;
+ * -TW_ESHUTDOWN; -TW_EFORKED; or the negative code @resolve returned. On
+ * any failure nothing is left added and every accepted release has been
+ * called once.
  * Any thread, a callback too (not a TW_ON_WHEEL_THREAD one: it blocks on the
  * file). Blocks while it reads the file. Cost O(tasks): the file and its
  * parsed records are held in memory while it runs (about 270 bytes per task),

@@ -211,7 +211,8 @@ int tw__snapshot_parse(const uint8_t *buf, size_t len, struct snap_file *out)
 	if (memcmp(trailer + 12, END_MAGIC, sizeof END_MAGIC) != 0 ||
 	    (CRC_CHECKED && tw__snapshot_crc(0, buf, len - 8) != get32(trailer + 8)))
 		return -TW_ECORRUPT;
-	if (get32(buf + 12) != SNAP_HEADER_BYTES || get64(buf + 24))
+	/* A written time before 1970 is no time this library writes (dues are >= 0 too). */
+	if (get32(buf + 12) != SNAP_HEADER_BYTES || get64(buf + 24) || (int64_t)get64(buf + 16) < 0)
 		return -TW_ECORRUPT;
 	uint64_t count = get64(trailer);
 	size_t area = len - SNAP_HEADER_BYTES - SNAP_TRAILER_BYTES;

@@ -111,14 +111,14 @@ static uint64_t due_of_wall(const struct tw_engine *e, const struct now *now, in
 	return tw__calendar_due(e, wall, now->offset);
 }
 
-/* A calendar task's passed fire times from wall (one) to now, up to the bound; *next: its
- * first fire time after now (0: none). */
+/* A calendar task's passed fire times from wall (one) to now, up to limit; *next: its first
+ * fire time after now (0: none). */
 static uint64_t count_calendar(const tw_cron *cron, int64_t wall, const struct now *now,
-			       int64_t *next)
+			       uint64_t limit, int64_t *next)
 {
 	uint64_t n = 1;
 	int64_t t;
-	while (n < TW_RESTORE_MISSED_MAX && !tw_cron_next(cron, wall, &t, 1) && t <= now->wall) {
+	while (n < limit && !tw_cron_next(cron, wall, &t, 1) && t <= now->wall) {
 		n++;
 		wall = t;
 	}
@@ -151,7 +151,11 @@ static void plan_record(const struct snap_record *r, const tw_cron *cron, const 
 		passed = (uint64_t)((now->wall - w) / period) + 1;
 		next = w + (int64_t)passed * period;
 	} else if (r->kind == SNAP_CALENDAR) {
-		passed = count_calendar(cron, w, now, &next);
+		/* The bound is on the missed ones, as at run time: a run's own fire time is
+		 * not one of them. */
+		passed = count_calendar(cron, w, now,
+					skip ? TW_RESTORE_MISSED_MAX : TW_RESTORE_MISSED_MAX + 1,
+					&next);
 	} else if (skip) {
 		p->action = SKIPPED; /* a one-shot with nothing after now: expired */
 		return;
@@ -198,6 +202,13 @@ static int plan_all(struct restore *s, const struct now *now)
 			}
 			cron_text = r->cron;
 			cron_len = r->cron_len;
+			/* What tw_add refuses, restore refuses, before the resolver sees any: a
+			 * schedule that never fires (30 February). */
+			int64_t t;
+			if (tw_cron_next(cron, now->wall, &t, 1)) {
+				rc = -TW_ENOMATCH;
+				break;
+			}
 		}
 		plan_record(r, cron, now, p);
 		if (p->action == SKIPPED) {
@@ -331,7 +342,13 @@ static void arm(struct tw_engine *e, const struct snap_record *r, const struct p
 			atomic_store_explicit(&c->skipped_missed, (uint32_t)n[SNAP_SKIPPED_MISSED],
 					      memory_order_relaxed);
 			if (p->missed) {
-				task_skip(task, &c->skipped_missed, p->missed);
+				/* The first run reports them in tw_fire.skipped only when it is
+				 * the run at restore (TW_MISFIRE_RUN_ONCE); with SKIP the task
+				 * chose to pass over them, and its first run is an ordinary one. */
+				if (p->action == DUE_NOW)
+					task_skip(task, &c->skipped_missed, p->missed);
+				else
+					bump_skips(&c->skipped_missed, p->missed);
 				atomic_fetch_add_explicit(&e->api_skipped_missed, p->missed,
 							  memory_order_relaxed);
 			}

@@ -203,7 +203,9 @@ Test(snapshot, skip_moves_a_periodic_task_to_its_next_due_on_its_phase)
 	cr_assert_eq(atomic_load(&app.counts[0].runs), 0);
 	step(b, 1);
 	cr_assert_eq(atomic_load(&app.counts[0].runs), 1);
-	cr_assert_eq(atomic_load(&app.fire_skipped[0]), 10);
+	/* SKIP passed over them: its first run is an ordinary one, reporting no skip */
+	cr_assert_eq(atomic_load(&app.fire_skipped[0]), 0);
+	cr_assert_eq(info_of(b, id).skipped_missed, 10);
 	tw_engine_destroy(b);
 	tmpdir_remove(&t);
 }
@@ -242,6 +244,7 @@ Test(snapshot, run_once_and_skip_on_a_calendar_task)
 	cr_assert_eq(atomic_load(&app2.counts[2].runs), 0);
 	step(b, 1);
 	cr_assert_eq(atomic_load(&app2.counts[2].runs), 1);
+	cr_assert_eq(atomic_load(&app2.fire_skipped[2]), 0);
 	tw_engine_destroy(b);
 	tmpdir_remove(&t);
 }
@@ -258,6 +261,17 @@ Test(snapshot, calendar_missed_fire_times_are_counted_up_to_the_bound)
 			       S(86400), &s, &res);
 	cr_assert_eq(res.skipped_missed, TW_RESTORE_MISSED_MAX);
 	cr_assert_eq(info_of(b, find(b, "cron")).next_due_wall_ns, WALL0 + S(86401));
+	tw_engine_destroy(b);
+	/* RUN_ONCE: the bound is on the missed ones, as at run time; the run's own fire time is
+	 * not one of them */
+	struct app app2 = { .names = APP_NAMES };
+	b = restart(&t, &app2, "cron", 0, 0, "CRON_TZ=UTC * * * * * *", TW_MISFIRE_RUN_ONCE,
+		    S(86400), &s, &res);
+	cr_assert_eq(res.misfired_run, 1);
+	cr_assert_eq(res.skipped_missed, TW_RESTORE_MISSED_MAX);
+	cr_assert_eq(app2.seen[2].missed, TW_RESTORE_MISSED_MAX);
+	step(b, 0);
+	cr_assert_eq(atomic_load(&app2.fire_skipped[2]), TW_RESTORE_MISSED_MAX);
 	tw_engine_destroy(b);
 	tmpdir_remove(&t);
 }

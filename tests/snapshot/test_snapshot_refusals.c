@@ -371,3 +371,53 @@ Test(refusals, a_zone_this_machine_lacks_refuses_the_restore_whole)
 	free(buf);
 	tmpdir_remove(&t);
 }
+
+/* A file of one calendar record "cron" with text at wall-clock due, written at written. */
+static void write_calendar(const char *path, const char *text, int64_t due, int64_t written)
+{
+	size_t tlen = strlen(text), cap = 32 + 4 + 96 + 4 + tlen + 16;
+	uint8_t *buf = calloc(1, cap);
+	struct snap_record r = { .name = "cron",
+				 .name_len = 4,
+				 .kind = SNAP_CALENDAR,
+				 .cron = text,
+				 .cron_len = (uint32_t)tlen,
+				 .due_wall_ns = due };
+	size_t n = tw__snapshot_put_header(buf, written);
+	n += tw__snapshot_put_record(buf + n, &r);
+	n += tw__snapshot_put_trailer(buf + n, 1, tw__snapshot_crc(0, buf, n));
+	spit(path, buf, n);
+	free(buf);
+}
+
+/* What tw_add refuses, tw_restore refuses whole, before the resolver sees any task. */
+Test(refusals, what_tw_add_refuses_restore_refuses)
+{
+	struct tmpdir t;
+	tmpdir_make(&t);
+	/* the file is good: a due schedule restores */
+	write_calendar(t.path, "CRON_TZ=UTC 0 0 0 * * *", WALL0 + S(3600), WALL0);
+	uint64_t s;
+	tw_engine *b = engine_at(WALL0, 0, &s);
+	struct app app;
+	app_init(&app);
+	tw_restore_result res;
+	cr_assert_eq(tw_restore(b, t.path, app_resolve, &app, &res), TW_OK);
+	cr_assert_eq(res.restored, 1);
+	/* 30 February: tw_add answers -TW_ENOMATCH, and so does tw_restore, due or not */
+	app_init(&app);
+	app.args[2] = (struct task_arg){ &app, 2 };
+	tw_task_spec spec = spec_of(0, 0, app_callback, &app.args[2]);
+	spec.cron = "CRON_TZ=UTC 0 0 0 30 2 *";
+	spec.name = "cron2";
+	cr_assert_eq(tw_add(b, &spec, &(tw_id){ 0 }), -TW_ENOMATCH);
+	tw_engine_destroy(b);
+	write_calendar(t.path, "CRON_TZ=UTC 0 0 0 30 2 *", WALL0 + S(3600), WALL0);
+	refused(t.path, -TW_ENOMATCH, "30 February, due ahead");
+	write_calendar(t.path, "CRON_TZ=UTC 0 0 0 30 2 *", WALL0 - S(3600), WALL0 - S(7200));
+	refused(t.path, -TW_ENOMATCH, "30 February, due passed");
+	/* a written time before 1970: no time this library writes */
+	write_calendar(t.path, "CRON_TZ=UTC 0 0 0 * * *", WALL0 + S(3600), -1);
+	refused(t.path, -TW_ECORRUPT, "written before 1970");
+	tmpdir_remove(&t);
+}
