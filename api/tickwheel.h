@@ -1113,6 +1113,23 @@ TW_API int tw_restore_sized(tw_engine *e, const char *path, tw_resolver resolve,
  * during the walk is in the file or not. On failure the temporary file is
  * removed and @path is untouched.
  *
+ * A @path that is a symbolic link is written through: the file at the end of
+ * its links (resolved when the call starts; it need not exist yet) is
+ * replaced, by a temporary file in that file's directory, and the links stay.
+ * A loop of links answers -TW_EIO with errno ELOOP.
+ *
+ * A process killed during a snapshot leaves its temporary file. The writer
+ * holds an exclusive flock() on its temporary file from its creation until
+ * it has been renamed, and each successful snapshot then removes, in the
+ * directory of the file it replaced, the temporary files of the same path
+ * that are stale: named "@path.tmp-" and six letters or digits, regular
+ * files (not links), empty or starting with the snapshot magic, and not
+ * locked. So a snapshot to the same path going on in another thread, engine
+ * or process keeps its file (on a file system where flock() works between
+ * those processes: a local one; on NFS, snapshot one path from one host).
+ * The removal is best effort: a file it cannot remove stays, and the call
+ * still succeeds.
+ *
  * Return: TW_OK; -TW_EINVAL for NULL @e or @path, or "" ; -TW_EIO when a system
  * call failed: errno is that call's (ENOENT for a missing directory, EACCES,
  * ENOSPC, EIO, ENAMETOOLONG ...), as it was when the call failed; -TW_ENOMEM;
@@ -1123,8 +1140,10 @@ TW_API int tw_restore_sized(tw_engine *e, const char *path, tw_resolver resolve,
  * callback, which would stop every firing meanwhile. Two snapshots to one path
  * at once are safe (each renames a whole file; the later rename wins). Cost
  * O(slots), as tw_list, plus about 100 bytes and the name written per named
- * task, and the fsyncs (perf/README.md has the time of a million tasks). It holds no lock
- * while it writes, and each task's lock for a few hundred instructions.
+ * task, the fsyncs (perf/README.md has the time of a million tasks), and a
+ * read of the directory's entries for the stale files. It holds no lock of
+ * the engine while it writes, and each task's lock for a few hundred
+ * instructions.
  */
 TW_API int tw_snapshot(tw_engine *e, const char *path, uint64_t *tasks);
 

@@ -80,4 +80,8 @@ uint32_t tw__snapshot_crc(uint32_t crc, const uint8_t *buf, size_t len);
 int tw__snapshot_parse(const uint8_t *buf, size_t len, struct snap_file *out);
 void tw__snapshot_file_free(struct snap_file *f);
 
+/* Whether buf[0, len) can be the start of a snapshot file: the magic's first len bytes, or
+ * the whole magic (a writer killed at any point leaves such a temporary file, or an empty one). */
+bool tw__snapshot_starts_like(const uint8_t *buf, size_t len);
+
 #endif

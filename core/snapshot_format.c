@@ -252,3 +252,8 @@ void tw__snapshot_file_free(struct snap_file *f)
 	free(f->records);
 	*f = (struct snap_file){ 0 };
 }
+
+bool tw__snapshot_starts_like(const uint8_t *buf, size_t len)
+{
+	return !memcmp(buf, MAGIC, len < sizeof MAGIC ? len : sizeof MAGIC);
+}

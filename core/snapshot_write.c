@@ -6,16 +6,24 @@
  * whole under its lock inside a read-side section (a calendar task's expression lives in
  * its record, freed at its release, so it is copied there too), and the chunk's copies are
  * encoded and written outside any section, so that a slow disk holds back no grace period.
+ *
+ * The temporary file is flock()ed by its writer from its creation until it is renamed, so
+ * that a later snapshot to the same path can tell a killed writer's leftover (unlocked) from
+ * a live one's file (locked) and remove only the former.
  */
 #include "alloc.h"
 #include "calendar.h"
 #include "snapshot.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { OUT_BYTES = 1 << 20, TEXTS_BYTES = 1 << 16 };
@@ -250,50 +258,182 @@ static int sync_directory(const char *path)
 	return rc;
 }
 
+/* The links the kernel follows in one lookup before ELOOP (Linux's MAXSYMLINKS). */
+enum { MAX_LINKS = 40 };
+
+/* Into target (PATH_MAX bytes): the file a snapshot to path replaces, path itself or, for a
+ * symbolic link, the file at the end of its links (that need not exist yet), so that the
+ * rename puts the new file where the link points and the link stays. -1 with errno. */
+static int resolve_target(const char *path, char *target)
+{
+	size_t len = strlen(path);
+	if (len >= PATH_MAX) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(target, path, len + 1);
+	char link[PATH_MAX];
+	for (int hops = 0;; hops++) {
+		struct stat st;
+		/* ENOENT: a new file, or a missing directory that the mkstemp reports */
+		if (lstat(target, &st))
+			return errno == ENOENT ? 0 : -1;
+		if (!S_ISLNK(st.st_mode))
+			return 0;
+		if (hops == MAX_LINKS) {
+			errno = ELOOP;
+			return -1;
+		}
+		ssize_t n = readlink(target, link, sizeof link);
+		if (n < 0)
+			return -1;
+		if ((size_t)n == sizeof link) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		/* relative to the link's own directory */
+		const char *slash = strrchr(target, '/');
+		size_t keep = link[0] == '/' || !slash ? 0 : (size_t)(slash - target) + 1;
+		if (keep + (size_t)n >= PATH_MAX) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(target + keep, link, (size_t)n);
+		target[keep + (size_t)n] = '\0';
+	}
+}
+
+/* name is base + ".tmp-" + mkstemp's six letters and digits. */
+static bool temporary_name(const char *name, const char *base, size_t base_len)
+{
+	if (strncmp(name, base, base_len) || strncmp(name + base_len, ".tmp-", 5))
+		return false;
+	const char *x = name + base_len + 5;
+	for (int i = 0; i < 6; i++)
+		if (!((x[i] >= 'a' && x[i] <= 'z') || (x[i] >= 'A' && x[i] <= 'Z') ||
+		      (x[i] >= '0' && x[i] <= '9')))
+			return false;
+	return x[6] == '\0';
+}
+
+/* Removes the temporary files of snapshots to target that were killed: named as this library
+ * names them, regular, empty or starting as a snapshot, and not locked by a writer. The lock
+ * is taken before the removal and the name checked to be still that file, so a writer that
+ * created its file but has not locked it yet finds it unlinked once it has the lock, and makes
+ * another (see tw_snapshot). Best effort: a file that cannot be removed stays. */
+static void remove_stale(const char *target)
+{
+	const char *slash = strrchr(target, '/');
+	const char *base = slash ? slash + 1 : target;
+	size_t dir_len = slash ? (size_t)(slash - target) : 0;
+	char dir[PATH_MAX];
+	if (!slash)
+		memcpy(dir, ".", 2);
+	else if (!dir_len)
+		memcpy(dir, "/", 2);
+	else {
+		memcpy(dir, target, dir_len);
+		dir[dir_len] = '\0';
+	}
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	size_t base_len = strlen(base);
+	for (struct dirent *ent; (ent = readdir(d)) != NULL;) {
+		if (!temporary_name(ent->d_name, base, base_len))
+			continue;
+		int fd = openat(dirfd(d), ent->d_name,
+				O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct stat st, now;
+		uint8_t head[8];
+		ssize_t n;
+		if (!fstat(fd, &st) && S_ISREG(st.st_mode) && !flock(fd, LOCK_EX | LOCK_NB) &&
+		    (n = pread(fd, head, sizeof head, 0)) >= 0 &&
+		    tw__snapshot_starts_like(head, (size_t)n) &&
+		    !fstatat(dirfd(d), ent->d_name, &now, AT_SYMLINK_NOFOLLOW) &&
+		    now.st_dev == st.st_dev && now.st_ino == st.st_ino)
+			(void)unlinkat(dirfd(d), ent->d_name, 0); /* best effort: it stays */
+		(void)close(fd); /* read-only: nothing to lose; the lock goes with it */
+	}
+	(void)closedir(d);
+}
+
+/* A new temporary file for target into tmp (target + ".tmp-XXXXXX"), locked: its fd, or -1
+ * with errno. A stale-file removal by another snapshot may unlink it between its creation and
+ * the lock (it is unlocked and empty then): that shows as no link left, and it is made again. */
+static int make_temporary(const char *target, char *tmp, size_t tmp_len)
+{
+	for (;;) {
+		(void)snprintf(tmp, tmp_len, "%s.tmp-XXXXXX", target);
+		int fd = mkostemp(tmp, O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		struct stat st;
+		int rc;
+		while ((rc = flock(fd, LOCK_EX)) && errno == EINTR)
+			;
+		if (!rc && !(rc = fstat(fd, &st)) && st.st_nlink)
+			return fd;
+		int err = errno;
+		(void)close(fd); /* empty, and unlinked or about to be: nothing to lose */
+		if (rc) {
+			(void)unlink(tmp);
+			errno = err;
+			return -1;
+		}
+	}
+}
+
 int tw_snapshot(tw_engine *e, const char *path, uint64_t *tasks)
 {
 	if (!e || !path || !path[0])
 		return -TW_EINVAL;
 	if (atomic_load(&e->stopping))
 		return halted_code(e);
-	size_t tmp_len = strlen(path) + sizeof ".tmp-XXXXXX";
+	size_t tmp_len = PATH_MAX + sizeof ".tmp-XXXXXX";
+	char *target = tw__alloc(PATH_MAX);
 	char *tmp = tw__alloc(tmp_len);
 	struct out o = { .fd = -1, .cap = OUT_BYTES, .texts_cap = TEXTS_BYTES };
 	o.buf = tw__alloc(o.cap);
 	o.texts = tw__alloc(o.texts_cap);
 	o.copies = tw__alloc(TABLE_CHUNK_SLOTS * sizeof *o.copies);
 	int rc = -TW_ENOMEM;
-	if (!tmp || !o.buf || !o.texts || !o.copies)
+	if (!target || !tmp || !o.buf || !o.texts || !o.copies)
 		goto out;
-	(void)snprintf(tmp, tmp_len, "%s.tmp-XXXXXX", path);
 	uint64_t count = 0;
 	rc = -TW_EIO;
-	o.fd = mkostemp(tmp, O_CLOEXEC);
-	if (o.fd < 0)
+	if (resolve_target(path, target) || (o.fd = make_temporary(target, tmp, tmp_len)) < 0)
 		goto out;
+	/* Renamed while still locked: a stale-file removal never sees it unlocked under its
+	 * temporary name. */
 	int err = 0;
-	if (write_tasks(e, &o, &count) || fsync(o.fd))
+	if (write_tasks(e, &o, &count) || fsync(o.fd) || rename(tmp, target))
 		err = errno;
-	if (close(o.fd) && !err)
-		err = errno;
-	o.fd = -1;
-	if (!err && rename(tmp, path))
-		err = errno;
-	if (err) {
+	if (err)
 		(void)unlink(tmp);
+	/* Only now, as it drops the lock. Its error cannot lose data: what was written is on
+	 * disk since the fsync succeeded, and is in place since the rename did. */
+	(void)close(o.fd);
+	o.fd = -1;
+	if (err) {
 		errno = err;
 		rc = err == ENOMEM ? -TW_ENOMEM : -TW_EIO;
 		goto out;
 	}
 	/* Renamed: the file is in place whatever follows; its directory entry is on disk
 	 * once the directory is synced. */
-	if (sync_directory(path))
+	if (sync_directory(target))
 		goto out;
+	remove_stale(target);
 	if (tasks)
 		*tasks = count;
 	rc = TW_OK;
 out:;
 	int saved = errno; /* the failed call's, for the caller */
+	if (target)
+		tw__free(target, PATH_MAX);
 	if (tmp)
 		tw__free(tmp, tmp_len);
 	if (o.buf)

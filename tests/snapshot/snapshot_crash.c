@@ -6,9 +6,10 @@
  * record shows its generation twice); the parent SIGKILLs it after a random number of
  * microseconds, then reads the file: it must parse, and hold exactly one whole generation,
  * the one read last time or a newer one, never a mix, a cut file or an empty one. Temporary
- * files a kill leaves behind are counted and removed. Once the kills are done, the parent
- * restores the last file into an engine of its own (only then: an engine belongs to the
- * process that made it, and the children are forked from an engineless parent).
+ * files a kill leaves behind are counted and left for the next snapshots to remove. Once the
+ * kills are done, the parent restores the last file into an engine of its own (only then: an
+ * engine belongs to the process that made it, and the children are forked from an engineless
+ * parent) and snapshots it to the same path: no temporary file may be left after that.
  *
  * A plain program (the ThreadSanitizer build runs it too): exits 1 with a message on the
  * first broken file. Usage: snapshot_crash [kills] [seed]
@@ -110,21 +111,15 @@ static long check_file(void)
 	return gen;
 }
 
-static int remove_temporaries(void)
+static int temporaries_left(void)
 {
 	DIR *d = opendir(dir);
 	if (!d)
 		fail("%s: %ld %ld", "opendir", errno, 0);
 	int n = 0;
 	struct dirent *ent;
-	char p[64 + 256 + 2];
 	while ((ent = readdir(d))) {
-		if (strncmp(ent->d_name, "snap.tmp-", 9))
-			continue;
-		snprintf(p, sizeof p, "%s/%s", dir, ent->d_name);
-		if (unlink(p))
-			fail("%s: %ld %ld", "unlink", errno, 0);
-		n++;
+		n += !strncmp(ent->d_name, "snap.tmp-", 9);
 	}
 	closedir(d);
 	return n;
@@ -180,7 +175,7 @@ int main(int argc, char **argv)
 		newer += g > gen;
 		gen = g;
 		next = gen + 1000; /* the next child's generations are all newer */
-		temporaries += remove_temporaries();
+		temporaries += temporaries_left();
 	}
 	tw_engine *e;
 	tw_restore_result res;
@@ -190,11 +185,17 @@ int main(int argc, char **argv)
 	if (rc || res.restored != TASKS)
 		fail("%s: code %ld, %ld restored", "the last snapshot does not restore", rc,
 		     (long)res.restored);
+	/* the leftovers of the kills that no child's snapshot removed */
+	if (tw_snapshot(e, path, NULL))
+		fail("%s: %ld %ld", "tw_snapshot", errno, 0);
+	int left = temporaries_left();
+	if (left)
+		fail("%s: %ld left, %ld", "a snapshot left stale temporary files", left, 0);
 	tw_engine_destroy(e);
 	if (unlink(path) || rmdir(dir))
 		fail("%s: %ld %ld", "cleaning up", errno, 0);
 	printf("snapshot_crash: %ld kills within %llu us of the start: every file whole; a newer "
-	       "generation %ld times, %d temporary files left by kills\n",
+	       "generation %ld times, %d temporary files seen after kills\n",
 	       kills, (unsigned long long)window_us, newer, temporaries);
 	/* Evidence that the kills hit both sides: after a rename, and in the middle of a
 	 * write (a temporary file left). */

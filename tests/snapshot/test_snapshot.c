@@ -7,6 +7,9 @@
  */
 #include "snapshot_test.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+
 static tw_restore_result restore_at(tw_engine *e, const char *path, struct app *app, int line)
 {
 	tw_restore_result res;
@@ -460,4 +463,127 @@ Test(snapshot, a_misfire_policy_is_checked_and_kept_with_the_name)
 	id = add_spec(e, &spec);
 	cr_assert_eq(info_of(e, id).misfire, 0);
 	tw_engine_destroy(e);
+}
+
+/* dir/name with the bytes given (len 0: empty); the file's fd, still open. */
+static int put_file(const char *dir, const char *name, const void *bytes, size_t len)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	int fd = open(p, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0, "%s: %s", p, strerror(errno));
+	cr_assert_eq(write(fd, bytes, len), (ssize_t)len);
+	return fd;
+}
+
+static bool exists(const char *dir, const char *name)
+{
+	char p[256];
+	struct stat st;
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	return !lstat(p, &st);
+}
+
+/* A snapshot removes the temporary files that killed snapshots to the same path left, and
+ * nothing else: not a live writer's (locked), not a file that is no snapshot's start, not
+ * another path's, not a name mkstemp does not make, not a link. */
+Test(snapshot, stale_temporary_files_of_the_path_are_removed)
+{
+	struct tmpdir t;
+	tmpdir_make(&t);
+	static const char magic[] = "\x89TWSNAP\n and then whatever a killed writer left";
+	int fds[] = {
+		put_file(t.dir, "snap.tmp-AbC123", "", 0),               /* killed at once */
+		put_file(t.dir, "snap.tmp-Zz9999", magic, sizeof magic), /* killed mid-way */
+		put_file(t.dir, "snap.tmp-000000", magic, 3),            /* in the header */
+		put_file(t.dir, "snap.tmp-LOCKED", magic, sizeof magic), /* a live writer's */
+		put_file(t.dir, "snap.tmp-abcdef", "hello", 5),          /* not a snapshot */
+		put_file(t.dir, "other.tmp-abc123", "", 0),              /* another path's */
+		put_file(t.dir, "snap.tmp-abc12", "", 0),                /* not mkstemp's */
+		put_file(t.dir, "snap.tmp-abc1234", "", 0),              /* not mkstemp's */
+		put_file(t.dir, "snap.tmp-ab.123", "", 0),               /* not mkstemp's */
+	};
+	cr_assert_eq(flock(fds[3], LOCK_EX), 0);
+	char link[200];
+	snprintf(link, sizeof link, "%s/snap.tmp-Link01", t.dir);
+	cr_assert_eq(symlink("snap.tmp-abc12", link), 0);
+	uint64_t s;
+	tw_engine *a = engine_at(WALL0, 0, &s);
+	struct app app = { .names = APP_NAMES };
+	add_named(a, &app, "beat", 100, 1000, NULL, 0, 0);
+	cr_assert_eq(snapshot(a, t.path), 1);
+	cr_assert(!exists(t.dir, "snap.tmp-AbC123"));
+	cr_assert(!exists(t.dir, "snap.tmp-Zz9999"));
+	cr_assert(!exists(t.dir, "snap.tmp-000000"));
+	const char *kept[] = { "snap.tmp-LOCKED",  "snap.tmp-abcdef",
+			       "other.tmp-abc123", "snap.tmp-abc12",
+			       "snap.tmp-abc1234", "snap.tmp-ab.123",
+			       "snap.tmp-Link01",  "snap" };
+	for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+		cr_assert(exists(t.dir, kept[i]), "%s was removed", kept[i]);
+	cr_assert_eq(tmpdir_files(&t), 8);
+	/* the writer is gone: its file is stale now */
+	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+		cr_assert_eq(close(fds[i]), 0);
+	cr_assert_eq(snapshot(a, t.path), 1);
+	cr_assert(!exists(t.dir, "snap.tmp-LOCKED"));
+	cr_assert_eq(tmpdir_files(&t), 7);
+	tw_engine_destroy(a);
+	tmpdir_remove(&t);
+}
+
+/* A path that is a symbolic link keeps it: the file it points to (through every link, and
+ * whether it exists yet or not) is replaced, by a temporary file in that file's directory. */
+Test(snapshot, a_symlink_is_written_through)
+{
+	struct tmpdir t;
+	tmpdir_make(&t);
+	char sub[128], p[256];
+	snprintf(sub, sizeof sub, "%s/sub", t.dir);
+	cr_assert_eq(mkdir(sub, 0700), 0);
+	/* snap -> link2 -> sub/real, relative links; sub/real does not exist yet */
+	snprintf(p, sizeof p, "%s/link2", t.dir);
+	cr_assert_eq(symlink("sub/real", p), 0);
+	cr_assert_eq(symlink("link2", t.path), 0);
+	uint64_t s;
+	tw_engine *a = engine_at(WALL0, 0, &s);
+	struct app app = { .names = APP_NAMES };
+	tw_id beat = add_named(a, &app, "beat", 100, 1000, NULL, 0, 0);
+	for (int round = 0; round < 2; round++) {
+		cr_assert_eq(snapshot(a, t.path), 1);
+		struct stat st;
+		cr_assert_eq(lstat(t.path, &st), 0);
+		cr_assert(S_ISLNK(st.st_mode), "the link was replaced");
+		snprintf(p, sizeof p, "%s/link2", t.dir);
+		cr_assert_eq(lstat(p, &st), 0);
+		cr_assert(S_ISLNK(st.st_mode), "the second link was replaced");
+		snprintf(p, sizeof p, "%s/real", sub);
+		cr_assert_eq(lstat(p, &st), 0);
+		cr_assert(S_ISREG(st.st_mode));
+		cr_assert_eq(tmpdir_files(&t), 3, "snap, link2, sub: no temporary file");
+		cr_assert_eq(tw_cancel(a, beat), TW_OK);
+		beat = add_named(a, &app, "once", 100, 0, NULL, 0, 0);
+	}
+	tw_engine *b = engine_at(WALL0, 0, &s);
+	struct app app2 = { .names = APP_NAMES };
+	tw_restore_result res = restore(b, t.path, &app2);
+	cr_assert_eq(res.restored, 1);
+	find(b, "once");
+	/* an absolute link to a file beside it */
+	cr_assert_eq(unlink(t.path), 0);
+	snprintf(p, sizeof p, "%s/abs", t.dir);
+	cr_assert_eq(symlink(p, t.path), 0);
+	cr_assert_eq(snapshot(a, t.path), 1);
+	struct stat st;
+	cr_assert_eq(lstat(p, &st), 0);
+	cr_assert(S_ISREG(st.st_mode));
+	/* a loop: refused, as open() refuses it */
+	cr_assert_eq(unlink(p), 0);
+	cr_assert_eq(symlink("snap", p), 0);
+	errno = 0;
+	cr_assert_eq(tw_snapshot(a, t.path, NULL), -TW_EIO);
+	cr_assert_eq(errno, ELOOP);
+	tw_engine_destroy(a);
+	tw_engine_destroy(b);
+	tmpdir_remove(&t);
 }
