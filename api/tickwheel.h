@@ -1271,6 +1271,19 @@ TW_API int tw_quiesce(tw_engine *e);
  * /usr/share/zoneinfo: Debian's tzdata package), "UTC" (needs no file), or
  * "Local"; without a prefix, Local: the process's zone as glibc's
  * localtime() finds it (the TZ variable, else /etc/localtime, else UTC).
+ * A TZ that is a POSIX string ("XST-3XDT,M3.5.0,M10.5.0/3", when no zone
+ * file has that name) gives the offsets glibc gives, except in two cases:
+ *  - a string without rules ("CET-1CEST") has the rules M3.2.0,M11.1.0
+ *    (the United States' since 2007) in every year; glibc moves the table
+ *    of $TZDIR/posixrules (America/New_York) to the string's offsets, so it
+ *    differs on the change's date before 2007 and its hour always, and
+ *    gives New York's own offsets after 2037, where that table ends;
+ *  - a rule applies to the local year (as POSIX and RFC 8536 read it),
+ *    where glibc takes the rules of the UTC year: they differ within the
+ *    UTC offset of New Year when a change comes then. "EST5EDT,0/0,J365/25"
+ *    (daylight time all year, RFC 8536 section 3.3.1) is daylight time at
+ *    every instant, where glibc gives standard time for the first five
+ *    hours (UTC) of each year.
  * The zone's rules are read once, when the expression is parsed, and kept
  * in the schedule: tzset() is never called and the process's TZ never
  * changed or consulted again, so a later change of TZ or /etc/localtime

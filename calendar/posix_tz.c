@@ -124,7 +124,9 @@ int tw__posix_tz_parse(const char *text, size_t len, struct tw__posix_tz *out)
 		p.dst_offset = -west;
 	}
 	if (c.p == c.end) {
-		/* No rule: glibc takes the United States' since 2007. */
+		/* No rule: the United States' since 2007, every year (POSIX leaves it open). glibc
+		 * moves $TZDIR/posixrules' table to the string instead, which gives New York's own
+		 * offsets past the table's end: api/tickwheel.h says which is promised. */
 		p.start = (struct tw__tz_date){ 'M', 0, 3, 2, 0, 2 * 3600 };
 		p.end = (struct tw__tz_date){ 'M', 0, 11, 1, 0, 2 * 3600 };
 	} else if (*c.p++ != ',' || !rule_date(&c, &p.start) || c.p == c.end || *c.p++ != ',' ||

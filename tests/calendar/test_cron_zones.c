@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Berlin, 2026: CET -> CEST on 29 March at 02:00, back on 25 October at 03:00. */
@@ -216,4 +217,73 @@ Test(cron_zones, a_fifo_is_no_zone, .timeout = 20)
 	snprintf(path, sizeof path, "%s/X", dir);
 	cr_assert_eq(rmdir(path), 0);
 	cr_assert_eq(rmdir(dir), 0);
+}
+
+/* The offsets of Local, parsed with TZ set to tz, against glibc's localtime_r() under the
+ * same TZ, every 7 hours 2 minutes from 1990 to 2100; the differing instants counted. */
+static int differences_from_glibc(const char *tz)
+{
+	cr_assert_eq(setenv("TZ", tz, 1), 0);
+	tzset();
+	tw_cron *c = parse_ok("@daily");
+	int diff = 0;
+	for (int64_t t = iso_ns("1990-01-01T00:00:00Z") / NS;
+	     t < iso_ns("2100-01-01T00:00:00Z") / NS; t += 7 * 3600 + 120) {
+		time_t tt = (time_t)t;
+		struct tm tm;
+		int32_t off;
+		cr_assert_not_null(localtime_r(&tt, &tm));
+		cr_assert_eq(tw_cron_utc_offset(c, t * NS, &off), TW_OK);
+		diff += off != tm.tm_gmtoff;
+	}
+	tw_cron_free(c);
+	return diff;
+}
+
+/* A TZ that is a POSIX string with rules gives glibc's offsets: both hemispheres, a negative
+ * DST ("IST-1GMT0": winter is the saving), a DST offset of its own, Julian days, times past
+ * 24 h, changes on New Year's Day far enough from midnight UTC. */
+Test(cron_zones, local_posix_strings_match_glibc)
+{
+	const char *tz[] = {
+		"CET-1CEST,M3.5.0,M10.5.0/3",
+		"XST-3XDT,M3.5.0,M10.5.0/3",
+		"AEST-10AEDT,M10.1.0,M4.1.0/3",
+		"<-03>3<-02>,M3.5.0/-2,M10.5.0/-1",
+		"IST-1GMT0,M10.5.0,M3.5.0/1",
+		"NZST-12NZDT-13:45,M9.5.0,M4.1.0/3",
+		"EST5EDT4,M3.2.0/2:30,M11.1.0/26",
+		"ABC-2DEF,J60/5,J300",
+		"ABC-2DEF,59/5,300/1",
+		"<+0530>-5:30<+0630>,M1.1.0/12,M6.3.4",
+	};
+	for (size_t i = 0; i < sizeof tz / sizeof tz[0]; i++)
+		cr_assert_eq(differences_from_glibc(tz[i]), 0, "TZ=%s", tz[i]);
+}
+
+/* Where tickwheel departs from glibc, as api/tickwheel.h says: POSIX and RFC 8536's reading. */
+Test(cron_zones, local_posix_strings_where_glibc_differs)
+{
+	/* No rules: M3.2.0,M11.1.0 every year (glibc moves $TZDIR/posixrules' table to the
+	 * string, so its dates differ before 2007 and its offsets are New York's after 2037). */
+	cr_assert_eq(setenv("TZ", "CET-1CEST", 1), 0);
+	EXPECT_NEXT("0 0 3 * * *", "2000-03-11T12:00:00Z", "2000-03-12T03:00:00+02:00",
+		    "2000-03-13T03:00:00+02:00");
+	EXPECT_NEXT("0 0 3 * * *", "2000-11-04T12:00:00Z", "2000-11-05T03:00:00+01:00");
+	EXPECT_NEXT("0 0 3 * * *", "2050-07-01T12:00:00Z", "2050-07-02T03:00:00+02:00");
+	cr_assert_gt(differences_from_glibc("CET-1CEST"), 0, "glibc agrees now: update the header");
+	/* DST all year (RFC 8536, 3.3.1): daylight time at every instant; glibc takes the rules of
+	 * the UTC year, and gives standard time for the first hours of each */
+	const char *all_year = "EST5EDT,0/0,J365/25";
+	cr_assert_eq(setenv("TZ", all_year, 1), 0);
+	tw_cron *c = parse_ok("@daily");
+	const char *at[] = { "2026-01-01T00:00:00Z", "2026-01-01T03:59:59Z", "2026-07-01T00:00:00Z",
+			     "2026-12-31T23:59:59Z", "2099-01-01T02:00:00Z" };
+	for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+		int32_t off;
+		cr_assert_eq(tw_cron_utc_offset(c, iso_ns(at[i]), &off), TW_OK);
+		cr_assert_eq(off, -4 * 3600, "%s: %d", at[i], off);
+	}
+	tw_cron_free(c);
+	cr_assert_gt(differences_from_glibc(all_year), 0, "glibc agrees now: update the header");
 }
