@@ -587,3 +587,33 @@ Test(snapshot, a_symlink_is_written_through)
 	tw_engine_destroy(b);
 	tmpdir_remove(&t);
 }
+
+/* tw_add takes a cron expression of any length (blanks, leading zeros), and so does the round
+ * trip: the same text comes back, and the same schedule. */
+Test(snapshot, a_long_cron_text_round_trips)
+{
+	struct tmpdir t;
+	tmpdir_make(&t);
+	enum { LEN = 100000 };
+	char *text = malloc(LEN + 1);
+	memset(text, ' ', LEN);
+	memcpy(text, "CRON_TZ=UTC 0 0 3", 17);
+	memset(text + LEN / 2, '0', LEN / 2 - 6);
+	memcpy(text + LEN - 6, "1 * *", 5);
+	text[LEN] = '\0';
+	uint64_t s;
+	tw_engine *a = engine_at(WALL0, 0, &s);
+	struct app app = { .names = APP_NAMES };
+	add_named(a, &app, "cron", 0, 0, text, 0, 0);
+	cr_assert_eq(snapshot(a, t.path), 1);
+	tw_engine_destroy(a);
+	tw_engine *b = engine_at(WALL0, 0, &s);
+	struct app app2 = { .names = APP_NAMES };
+	tw_restore_result res = restore(b, t.path, &app2);
+	cr_assert_eq(res.restored, 1);
+	cr_assert_eq(strncmp(app2.seen_cron[2], text, sizeof app2.seen_cron[2] - 1), 0);
+	cr_assert_eq(info_of(b, find(b, "cron")).next_due_wall_ns, WALL0 + S(3 * 3600));
+	tw_engine_destroy(b);
+	free(text);
+	tmpdir_remove(&t);
+}
