@@ -16,8 +16,12 @@
 
 struct name_node {
 	struct cds_lfht_node by_name, by_id;
-	_Atomic tw_id id; /* 0 while its task is being added */
-	unsigned long hash;
+	/* Its task's id, for claims and tw_find: 0 while the task is being added, which holds
+	 * the name. */
+	_Atomic tw_id id;
+	/* The same id, for the by-id table, set before the task is published: tw_get and
+	 * tw_list show a task's name from the moment they can see the task. */
+	_Atomic tw_id shown_id;
 	struct rcu_head rcu;
 	/* tw_task_spec.misfire: kept here, the task's flags byte has no free bit and only
 	 * named tasks are snapshotted */
@@ -55,7 +59,7 @@ static int match_name(struct cds_lfht_node *ht_node, const void *key)
 static int match_id(struct cds_lfht_node *ht_node, const void *key)
 {
 	const struct name_node *node = caa_container_of(ht_node, struct name_node, by_id);
-	return atomic_load_explicit(&node->id, memory_order_relaxed) == *(const tw_id *)key;
+	return atomic_load_explicit(&node->shown_id, memory_order_relaxed) == *(const tw_id *)key;
 }
 
 int tw__names_init(struct tw_names *n)
@@ -143,11 +147,12 @@ int tw__name_claim(struct tw_names *n, struct task_table *t, const char *name, s
 	cds_lfht_node_init(&node->by_name);
 	cds_lfht_node_init(&node->by_id);
 	atomic_init(&node->id, 0);
+	atomic_init(&node->shown_id, 0);
 	node->len = len;
 	node->misfire = misfire;
 	memcpy(node->name, name, len);
 	node->name[len] = '\0';
-	node->hash = hash_name(name, len);
+	unsigned long hash = hash_name(name, len);
 	struct name_key key = { node->name, len };
 	if (!atomic_load_explicit(&n->used, memory_order_relaxed))
 		atomic_store_explicit(&n->used, true, memory_order_relaxed);
@@ -157,8 +162,8 @@ int tw__name_claim(struct tw_names *n, struct task_table *t, const char *name, s
 	HANDOVER_RELEASE(node);
 	read_section_begin();
 	for (;;) {
-		struct cds_lfht_node *old = cds_lfht_add_unique(n->by_name, node->hash, match_name,
-								&key, &node->by_name);
+		struct cds_lfht_node *old =
+			cds_lfht_add_unique(n->by_name, hash, match_name, &key, &node->by_name);
 		if (old == &node->by_name)
 			break;
 		HANDOVER_ACQUIRE(caa_container_of(old, struct name_node, by_name));
@@ -167,10 +172,9 @@ int tw__name_claim(struct tw_names *n, struct task_table *t, const char *name, s
 			break;
 		}
 		struct cds_lfht_iter iter;
-		cds_lfht_lookup(n->by_name, node->hash, match_name, &key, &iter);
+		cds_lfht_lookup(n->by_name, hash, match_name, &key, &iter);
 		if (cds_lfht_iter_get_node(&iter) == old &&
-		    !cds_lfht_replace(n->by_name, &iter, node->hash, match_name, &key,
-				      &node->by_name))
+		    !cds_lfht_replace(n->by_name, &iter, hash, match_name, &key, &node->by_name))
 			break;
 		/* replaced or removed by another thread meanwhile: look again */
 	}
@@ -184,13 +188,25 @@ int tw__name_claim(struct tw_names *n, struct task_table *t, const char *name, s
 	return TW_OK;
 }
 
-void tw__name_bind(struct tw_names *n, struct name_node *node, tw_id id)
+/*
+ * In two steps, because the two tables serve two kinds of reader. The by-id table gets the
+ * node before the task is published, so that a reader that sees the task (tw_get, tw_list)
+ * finds its name; the node's id, which claims and tw_find read, is set only after, as until
+ * then a claim must see the name held by a task being added, not by one that is not live.
+ * Set the other way round, tw_find gave the id of a task whose name tw_get did not yet show.
+ */
+void tw__name_show_as(struct tw_names *n, struct name_node *node, tw_id id)
 {
+	atomic_store_explicit(&node->shown_id, id, memory_order_relaxed);
 	read_section_begin();
-	atomic_store_explicit(&node->id, id, memory_order_release);
 	HANDOVER_RELEASE(node);
 	cds_lfht_add(n->by_id, hash_id(id), &node->by_id);
 	read_section_end();
+}
+
+void tw__name_bind(struct name_node *node, tw_id id)
+{
+	atomic_store_explicit(&node->id, id, memory_order_release);
 }
 
 static void free_node(struct rcu_head *head)

@@ -36,8 +36,11 @@ bool tw__name_valid(const char *name, size_t *len);
  * TW_OK with *node, -TW_EEXIST when a live task has it, -TW_ENOMEM. */
 int tw__name_claim(struct tw_names *n, struct task_table *t, const char *name, size_t len,
 		   unsigned misfire, struct name_node **node);
-/* The claimed name goes to task id, once that task is published. */
-void tw__name_bind(struct tw_names *n, struct name_node *node, tw_id id);
+/* The claimed name is shown for task id (tw_get, tw_list): call before the task is
+ * published. */
+void tw__name_show_as(struct tw_names *n, struct name_node *node, tw_id id);
+/* The claimed name goes to task id (claims, tw_find), once that task is published. */
+void tw__name_bind(struct name_node *node, tw_id id);
 /* A claim whose task was never added. */
 void tw__name_abandon(struct tw_names *n, struct name_node *node);
 /* The live task named name, or -TW_ENOTFOUND. */

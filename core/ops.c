@@ -196,11 +196,13 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	 * tw_list) and cancel it, and its release unlinks the record and frees it. */
 	if (cal)
 		tw__calendar_link(e, cal, task);
+	if (name) /* shown by whoever sees the task published */
+		tw__name_show_as(&e->names, name, id);
 	/* Published. seq_cst, as the load of stopping below and stop's exchange of it and
 	 * first load of each id (stop_task): one of the two sides sees the other. */
 	atomic_store_explicit(&task->id, id, memory_order_seq_cst);
 	if (name) /* now that claims see the task live (until then, its name is being added) */
-		tw__name_bind(&e->names, name, id);
+		tw__name_bind(name, id);
 
 	/* Found (tw_find, tw_list) and ended by another thread before this lock, it was mailed
 	 * by its end, and may be reaped by now (a short retain_ms): mail only a live one. */

@@ -202,10 +202,12 @@ static int grow(struct task_table *t, struct tw_task **fresh)
 		for (size_t i = 0; i < chunks; i++)
 			atomic_init(&bigger->chunk[i], atomic_load(&d->chunk[i]));
 		atomic_init(&bigger->chunks, chunks);
-		/* rcu_assign_pointer orders the stores above before the publication, in
-		 * liburcu's inline assembly, which TSan cannot see: say so. */
+		/* What rcu_assign_pointer does (a release store), as an atomic that TSan sees:
+		 * liburcu's is a plain store to it, so every reader's rcu_dereference raced
+		 * with a growth (tw_find against tw_add, in tests/stress). Readers take the
+		 * stores above with HANDOVER_ACQUIRE: their load is not an acquire to TSan. */
 		HANDOVER_RELEASE(bigger);
-		rcu_assign_pointer(t->dir, bigger);
+		__atomic_store_n(&t->dir, bigger, __ATOMIC_RELEASE);
 		urcu_memb_synchronize_rcu();
 		after_grace_period();
 		dir_free(d);

@@ -329,3 +329,56 @@ Test(names, many_names_grow_the_tables)
 	cr_assert_eq(atomic_load(&c.releases), N);
 	assert_no_leaks();
 }
+
+/* One thread adds and cancels a name in a loop while another finds it and reads it: a task
+ * found by its name is shown with its name (tw_get shows it as long as it shows the task). */
+struct find_race {
+	tw_engine *e;
+	_Atomic bool done;
+	_Atomic unsigned hits, nameless;
+};
+
+static void *find_and_get(void *arg)
+{
+	struct find_race *r = arg;
+	while (!atomic_load(&r->done)) {
+		tw_id id;
+		tw_task_info info;
+		if (tw_find(r->e, "nm", &id) != TW_OK || tw_get(r->e, id, &info) != TW_OK)
+			continue;
+		atomic_fetch_add(&r->hits, 1);
+		if (strcmp(info.name, "nm"))
+			atomic_fetch_add(&r->nameless, 1);
+	}
+	return NULL;
+}
+
+Test(names, a_task_found_by_its_name_is_shown_with_it)
+{
+	/* On the real clock: each cancel wakes the wheel thread, which takes a core from the
+	 * adder now and then, as it would in a program. */
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = 1;
+	cfg.retain_ms = 10; /* the cancelled ones do not pile up */
+	struct find_race r = { .e = engine_new(&cfg) };
+	struct counts c = { 0 };
+	pthread_t finder;
+	cr_assert_eq(pthread_create(&finder, NULL, find_and_get, &r), 0);
+	uint64_t deadline = test_now_ns() + 10000 * NS_PER_MS;
+	unsigned adds = 0;
+	while ((adds < 100000 || atomic_load(&r.hits) < 10000) && !atomic_load(&r.nameless) &&
+	       test_now_ns() < deadline) {
+		tw_id id = add_named(r.e, &c, "nm", 60000);
+		cr_assert_eq(tw_cancel(r.e, id), TW_OK);
+		adds++;
+	}
+	atomic_store(&r.done, true);
+	pthread_join(finder, NULL);
+	cr_assert_gt(atomic_load(&r.hits), 0, "the finder found the task at least once");
+	cr_assert_eq(atomic_load(&r.nameless), 0, "%u of %u tasks found by name shown without it",
+		     atomic_load(&r.nameless), atomic_load(&r.hits));
+	tw_engine_destroy(r.e);
+	cr_assert_eq(atomic_load(&c.releases), adds);
+	assert_no_leaks();
+}

@@ -11,6 +11,8 @@
  * are moved to the executors by the budget guard). It ends
  * with tw_engine_stop (drained) and tw_engine_destroy.
  * Then the same churn on the manual clock, two application threads advancing it.
+ * Then one name added and cancelled in a loop while another thread finds it and reads it:
+ * tw_get shows every task found by that name with it, and the table grows under tw_find.
  * Phase 2 (teardown): rounds in which, while callbacks that sleep a few ms
  * are running, the engine is either stopped as application threads go on
  * calling the API, then destroyed; or destroyed outright.
@@ -891,6 +893,93 @@ static void run_phase(struct phase *ph, struct totals *sum)
 	free(ph->known);
 }
 
+/*
+ * One name, added and cancelled in a loop by one thread while another finds it and reads it:
+ * a task found by its name is shown with that name (tw_get shows a task's name as long as it
+ * shows the task). The cancelled tasks are kept (retain_ms), so the table grows throughout,
+ * while tw_find reads it.
+ */
+struct name_race {
+	tw_engine *engine;
+	_Atomic bool stop;
+	_Atomic uint64_t adds, hits, nameless;
+};
+
+static int idle_callback(const tw_fire *fire, void *arg)
+{
+	(void)fire, (void)arg;
+	return 0;
+}
+
+static void *name_adder(void *arg)
+{
+	struct name_race *r = arg;
+	while (!atomic_load(&r->stop)) {
+		tw_task_spec spec = { .delay_ms = 60000, .callback = idle_callback, .name = "nm" };
+		tw_id id;
+		int rc = tw_add(r->engine, &spec, &id);
+		if (rc == -TW_EEXIST)
+			continue;
+		if (rc != TW_OK) {
+			fail("names: tw_add: unexpected %s", rc_name(rc));
+			break;
+		}
+		atomic_fetch_add(&r->adds, 1);
+		rc = tw_cancel(r->engine, id);
+		if (rc != TW_OK)
+			fail("names: tw_cancel of the task just added: %s", rc_name(rc));
+	}
+	return NULL;
+}
+
+static void *name_finder(void *arg)
+{
+	struct name_race *r = arg;
+	while (!atomic_load(&r->stop)) {
+		tw_id id;
+		if (tw_find(r->engine, "nm", &id) != TW_OK)
+			continue;
+		tw_task_info info;
+		if (tw_get(r->engine, id, &info) != TW_OK)
+			continue; /* forgotten meanwhile */
+		atomic_fetch_add(&r->hits, 1);
+		if (strcmp(info.name, "nm")) {
+			atomic_fetch_add(&r->nameless, 1);
+			fail("names: task %" PRIu64
+			     " found as \"nm\", tw_get shows state %d, name \"%s\"",
+			     id, (int)info.state, info.name);
+		}
+	}
+	return NULL;
+}
+
+static void run_name_race(double seconds)
+{
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = 1;
+	struct name_race r = { 0 };
+	int rc = tw_engine_create(&cfg, &r.engine);
+	if (rc != TW_OK) {
+		fail("names: tw_engine_create: %s", rc_name(rc));
+		return;
+	}
+	pthread_t adder, finder;
+	if (pthread_create(&adder, NULL, name_adder, &r) ||
+	    pthread_create(&finder, NULL, name_finder, &r)) {
+		fail("names: pthread_create failed");
+		abort();
+	}
+	sleep_us((unsigned)(seconds * 1e6));
+	atomic_store(&r.stop, true);
+	pthread_join(adder, NULL);
+	pthread_join(finder, NULL);
+	tw_engine_destroy(r.engine);
+	printf("stress:   names: %" PRIu64 " adds, %" PRIu64 " found and shown, %" PRIu64
+	       " without their name\n",
+	       atomic_load(&r.adds), atomic_load(&r.hits), atomic_load(&r.nameless));
+}
+
 int main(int argc, char **argv)
 {
 	double seconds = 3;
@@ -941,6 +1030,7 @@ int main(int argc, char **argv)
 		.pool_size = (size_t)(65536 + (seconds < 60 ? seconds : 60) * 10000),
 	};
 	run_phase(&manual, &sum);
+	run_name_race(seconds / 3);
 	for (unsigned round = 0; round < rounds; round++) {
 		struct phase teardown = {
 			.name = round % 2 ? "destroy-while-running" : "stop-while-running",
