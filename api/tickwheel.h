@@ -1207,7 +1207,9 @@ TW_API const char *tw_strerror(int code);
  * Return: TW_OK once the firings are handed to the executors (a one-shot that
  * found every queue full is handed out as room frees), not once they ran;
  * -TW_ESTATE on an engine without manual_clock; -TW_ERANGE for @ms above
- * TW_MAX_DELAY_MS or a time that would pass 2^64 ns; -TW_ESHUTDOWN;
+ * TW_MAX_DELAY_MS or for a time that would pass 2^64 - 1 ns less TW_MAX_DELAY_MS
+ * ms (the clock stops short of 2^64 ns by the longest delay, so that every
+ * delay it accepts has a due; the clock is left where it was); -TW_ESHUTDOWN;
  * -TW_ECALLBACK from a TW_ON_WHEEL_THREAD callback (it would wait for its own
  * thread). Any thread, executors' callbacks included. Blocks until the wheel
  * thread has handed the firings out (and run TW_ON_WHEEL_THREAD tasks'

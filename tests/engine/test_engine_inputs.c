@@ -318,6 +318,33 @@ Test(inputs, manual_clock_does_not_wrap_around)
 	assert_no_leaks();
 }
 
+/* The manual clock's end is 2^64 - 1 ns less TW_MAX_DELAY_MS (tw_advance's doc): an advance
+ * to it exactly is taken, one a millisecond further refused, and there a task added with the
+ * longest delay still has its due. */
+Test(inputs, manual_clock_ends_the_longest_delay_before_2_to_the_64_ns)
+{
+	tw_engine *e = manual_engine(1);
+	const uint64_t end = UINT64_MAX - TW_MAX_DELAY_MS * NS_PER_MS;
+	uint64_t now = manual_now(e);
+	while (end - now >= TW_MAX_DELAY_MS * NS_PER_MS) {
+		advance(e, TW_MAX_DELAY_MS);
+		now += TW_MAX_DELAY_MS * NS_PER_MS;
+	}
+	uint64_t last = (end - now) / NS_PER_MS;
+	advance(e, last);
+	now += last * NS_PER_MS;
+	cr_assert_eq(manual_now(e), now);
+	cr_assert_lt(end - now, NS_PER_MS, "within a millisecond of the end");
+	cr_assert_eq(tw_advance(e, 1), -TW_ERANGE);
+	cr_assert_eq(manual_now(e), now, "a refused advance moves nothing");
+	struct counts c = { 0 };
+	tw_id id = add_counted(e, &c, TW_MAX_DELAY_MS, 0);
+	cr_assert_eq(info_of(e, id).next_due_ns, now + TW_MAX_DELAY_MS * NS_PER_MS);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), 1);
+	assert_no_leaks();
+}
+
 static void check_unknown(tw_engine *e, tw_id id)
 {
 	tw_task_info info;
