@@ -134,9 +134,11 @@
  *    then, and kept retain_ms from then, not from the cancel.
  *  - When several codes apply, the first of: -TW_EINVAL or -TW_ERANGE for
  *    an argument; -TW_ESHUTDOWN or -TW_EFORKED; -TW_ENOTFOUND (id 0 too);
- *    -TW_ESTATE. tw_set_delay_many sets the ids in array order, as that many
- *    tw_set_delay calls. max_tasks counts the tasks added and not yet
- *    completed or stopped.
+ *    -TW_ESTATE; for tw_add, -TW_EEXIST before -TW_ELIMIT: a name a live
+ *    task has is refused whatever the count of live tasks, an answer that
+ *    does not change as other tasks come and go. tw_set_delay_many sets the
+ *    ids in array order, as that many tw_set_delay calls. max_tasks counts
+ *    the tasks added and not yet completed or stopped.
  *
  * No task holds up another. Firings are queued to executor threads; a
  * firing queued behind a run that has lasted more than a millisecond is

@@ -121,20 +121,21 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 		return -TW_ERANGE;
 	if (atomic_load(&e->stopping))
 		return halted_code(e);
-	if (e->cfg.max_tasks && !reserve_live(e))
-		return -TW_ELIMIT;
+	/* The name before the count: -TW_EEXIST wins over -TW_ELIMIT (the header's "When
+	 * several codes apply"), an answer that does not change as other tasks come and go. */
 	struct name_node *name = NULL;
-	int error = -TW_ENOMEM;
 	if (!plain && name_len) {
-		error = tw__name_claim(&e->names, &e->table, spec->name, name_len, spec->misfire,
-				       &name);
-		if (error) {
-			if (e->cfg.max_tasks)
-				atomic_fetch_sub_explicit(&e->tasks_added, 1, memory_order_relaxed);
-			return error;
-		}
-		error = -TW_ENOMEM;
+		int rc = tw__name_claim(&e->names, &e->table, spec->name, name_len, spec->misfire,
+					&name);
+		if (rc)
+			return rc;
 	}
+	if (e->cfg.max_tasks && !reserve_live(e)) {
+		if (name)
+			tw__name_abandon(&e->names, name);
+		return -TW_ELIMIT;
+	}
+	int error = -TW_ENOMEM;
 	tw_id id;
 	struct tw_task *task = tw__table_take(&e->table, &id, &error);
 	if (!task) {

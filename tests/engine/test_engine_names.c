@@ -382,3 +382,27 @@ Test(names, a_task_found_by_its_name_is_shown_with_it)
 	cr_assert_eq(atomic_load(&c.releases), adds);
 	assert_no_leaks();
 }
+
+/* max_tasks reached and the name taken: -TW_EEXIST (the header's "When several codes apply");
+ * a name refused for the count is not held afterwards. */
+Test(names, a_taken_name_is_refused_before_the_count)
+{
+	tw_config cfg = manual_config(1);
+	cfg.max_tasks = 1;
+	tw_engine *e = engine_new(&cfg);
+	struct counts c = { 0 };
+	tw_id a = add_named(e, &c, "a", 100), id = 0;
+	cr_assert_eq(add_named_rc(e, &c, "a", &id), -TW_EEXIST, "both apply");
+	cr_assert_eq(add_named_rc(e, &c, "b", &id), -TW_ELIMIT);
+	cr_assert_eq(id, 0);
+	tw_id found;
+	cr_assert_eq(tw_find(e, "b", &found), -TW_ENOTFOUND);
+	cr_assert_eq(tw_cancel(e, a), TW_OK);
+	tw_id b = add_named(e, &c, "b", 100);
+	cr_assert_eq(tw_find(e, "b", &found), TW_OK);
+	cr_assert_eq(found, b);
+	cr_assert_eq(stats_of(e).tasks_live, 1);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), 2, "the refused adds never call release");
+	assert_no_leaks();
+}
