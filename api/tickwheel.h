@@ -406,11 +406,15 @@ typedef struct {
 	uint64_t slow_run_ms;    /* a run longer than this counts as slow; default 100 */
 	uint64_t max_tasks;      /* cap on live tasks; 0 = none */
 	/* Ended tasks answer tw_get this many ms whole from their end, then stop answering
-	 * within a few ms; default 5000. The engine forgets at most about a thousand tasks a
-	 * ms, so of many that end at once (a million cancelled in a loop), the last go up to
-	 * about a second later. A task's end wakes a sleeping wheel thread (a system call in
-	 * the thread that ends it) only if that would not wake in time to forget the task
-	 * then: about once per retain_ms, not once per task. */
+	 * within 6 ms more; default 5000. The engine forgets at most 1024 tasks a ms: of more
+	 * that end in one ms, the rest go 1024 a ms in the ms after (the last of a million
+	 * cancelled in a loop about a second later). Those ms are the wheel thread's: one
+	 * held up (a stalled process, a long TW_ON_WHEEL_THREAD run) forgets as late as it is.
+	 * On the manual clock a task that ended in millisecond T is forgotten, with every
+	 * other, by the tw_advance that reaches T + retain_ms + 1. A task's end wakes a
+	 * sleeping wheel thread (a system call in the thread that ends it) only if that would
+	 * not wake in time to forget the task then: about once per retain_ms, not once per
+	 * task. */
 	uint64_t retain_ms;
 	void (*log)(int level, const char *message, void *log_arg); /* the library never prints */
 	void *log_arg;

@@ -403,6 +403,32 @@ Test(lifecycle, task_cancelled_in_its_own_run_is_kept_retain_ms_from_the_run_s_e
 	cr_assert_eq(atomic_load(&c.runs), 1);
 	tw_engine_destroy(e);
 	cr_assert_eq(atomic_load(&c.releases), 1);
+}
+
+/* The manual clock forgets every task that ended in one millisecond at once, past the 1024
+ * a ms the real clock's wheel thread takes (retain_ms's doc): kept retain_ms whole, gone at
+ * the tw_advance that reaches retain_ms + 1. */
+Test(lifecycle, many_ended_at_once_are_forgotten_together_on_the_manual_clock)
+{
+	enum { N = 3000 };
+	tw_config cfg = manual_config(1);
+	cfg.retain_ms = 100;
+	tw_engine *e = engine_new(&cfg);
+	struct counts c = { 0 };
+	static tw_id ids[N];
+	for (int i = 0; i < N; i++)
+		ids[i] = add_counted(e, &c, 1000, 0);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(tw_cancel(e, ids[i]), TW_OK);
+	step(e, 100);
+	tw_task_info info;
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(tw_get(e, ids[i], &info), TW_OK, "task %d kept retain_ms whole", i);
+	step(e, 1);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(tw_get(e, ids[i], &info), -TW_ENOTFOUND, "task %d forgotten", i);
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), N);
 	assert_no_leaks();
 }
 
