@@ -243,9 +243,9 @@ extern "C" {
  * library it runs with.
  */
 #define TW_VERSION_MAJOR  1
-#define TW_VERSION_MINOR  0
+#define TW_VERSION_MINOR  1
 #define TW_VERSION_PATCH  0
-#define TW_VERSION_STRING "1.0.0"
+#define TW_VERSION_STRING "1.1.0"
 /* MAJOR * 10000 + MINOR * 100 + PATCH, for #if TW_VERSION_NUMBER >= ... */
 #define TW_VERSION_NUMBER (TW_VERSION_MAJOR * 10000 + TW_VERSION_MINOR * 100 + TW_VERSION_PATCH)
 
@@ -425,6 +425,16 @@ typedef struct {
 	/* A TW_ON_WHEEL_THREAD run longer than this is over budget (see "Tasks on the wheel
 	 * thread"); default 50 (also for 0). */
 	uint64_t wheel_run_budget_us;
+	/* Room for this many tasks, made at create; 0 = none (the default). The task table is
+	 * mapped and its memory written then: about 152 bytes a task, in chunks of 1724 tasks
+	 * (256 KiB), held until tw_engine_destroy and counted in memory_bytes. tw_engine_create
+	 * pays what the first adds would (mapping, and a page fault per page, or per 2 MiB page
+	 * with transparent huge pages: perf/README.md, "Reserved tasks"), so that adds into a
+	 * fresh engine cost what adds into the slots of ended tasks cost. Slots, not a cap: it
+	 * counts live tasks and ended ones kept for retain_ms alike, and max_tasks still caps
+	 * the live ones. Beyond it the table grows as it would without it. -TW_EINVAL past what
+	 * ids can index (about 3.6e9 tasks); -TW_ENOMEM when the memory is refused. */
+	uint64_t reserve_tasks;
 } tw_config;
 
 /*
@@ -611,10 +621,11 @@ static inline void tw_config_init(tw_config *cfg)
  *
  * Return: TW_OK; -TW_EINVAL for NULL @out or a configuration outside its
  * limits (executors or spare_executors above TW_MAX_EXECUTORS,
- * queue_capacity above TW_MAX_QUEUE_CAPACITY; a longer struct whose unknown
- * bytes are not zero); -TW_ENOMEM when memory runs out;
- * -TW_ERESOURCE when the system refuses a thread or a file descriptor.
- * Any thread. Blocks while it starts 1 + executors threads; cost O(executors).
+ * queue_capacity above TW_MAX_QUEUE_CAPACITY, reserve_tasks past what ids
+ * can index; a longer struct whose unknown bytes are not zero); -TW_ENOMEM
+ * when memory runs out; -TW_ERESOURCE when the system refuses a thread or a
+ * file descriptor. Any thread. Blocks while it starts 1 + executors threads;
+ * cost O(executors), plus O(reserve_tasks) to write the memory it reserves.
  */
 static inline int tw_engine_create(const tw_config *cfg, tw_engine **out)
 {

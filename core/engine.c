@@ -187,13 +187,16 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 	e->executor_slots = e->executor_count + e->cfg.spare_executors;
 	/* The slot past the executors' counts the wheel thread's runs (wheel_runner). */
 	e->executors = tw__alloc((e->executor_slots + 1) * sizeof *e->executors);
+	/* Zeroed at once: the failure path below joins (none) and frees them whatever failed. */
+	if (e->executors)
+		memset(e->executors, 0, (e->executor_slots + 1) * sizeof *e->executors);
 	rc = e->executors ? tw__table_init(&e->table) : -TW_ENOMEM;
+	if (rc == TW_OK && e->cfg.reserve_tasks)
+		rc = tw__table_reserve(&e->table, e->cfg.reserve_tasks);
 	if (rc == TW_OK)
 		rc = tw__names_init(&e->names);
-	if (rc == TW_OK) {
-		memset(e->executors, 0, (e->executor_slots + 1) * sizeof *e->executors);
+	if (rc == TW_OK)
 		rc = open_descriptors(e);
-	}
 	if (rc == TW_OK)
 		rc = tw__fork_watch(e);
 	if (rc == TW_OK)

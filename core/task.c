@@ -222,6 +222,41 @@ static int grow(struct task_table *t, struct tw_task **fresh)
 	return TW_OK;
 }
 
+/*
+ * The first adds of an engine are the table's growth: a chunk mapped and faulted in every
+ * 1724 adds, its region's huge page cleared by the kernel at the first. A program that
+ * knows its capacity moves that to tw_engine_create (tw_config.reserve_tasks): the
+ * directory sized once, every chunk mapped and populated, so that the adds only take slots.
+ * Nothing reads the table yet: the directory is replaced without a grace period.
+ */
+int tw__table_reserve(struct task_table *t, uint64_t tasks)
+{
+	uint64_t chunks = tasks / TABLE_CHUNK_SLOTS + (tasks % TABLE_CHUNK_SLOTS != 0);
+	if (chunks > (UINT32_MAX >> TABLE_CHUNK_BITS))
+		return -TW_EINVAL;
+	if (chunks > t->dir->capacity) {
+		size_t capacity = t->dir->capacity;
+		while (capacity < chunks)
+			capacity *= 2;
+		struct task_dir *d = dir_new(capacity);
+		if (!d)
+			return -TW_ENOMEM;
+		dir_free(t->dir);
+		t->dir = d;
+	}
+	pthread_mutex_lock(&t->lock);
+	int rc = TW_OK;
+	while (rc == TW_OK &&
+	       atomic_load_explicit(&t->dir->chunks, memory_order_relaxed) < chunks) {
+		struct tw_task *fresh = NULL;
+		rc = grow(t, &fresh);
+		if (rc == TW_OK)
+			populate(fresh, TABLE_CHUNK_ALIGN);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
 /* Lock held, t->free_slots > 0: the free slot of lowest address, taken off the maps. */
 static uint32_t take_free_slot(struct task_table *t)
 {

@@ -456,6 +456,9 @@ struct task_table {
 };
 
 int tw__table_init(struct task_table *t);
+/* Before any other use: room for `tasks` tasks, mapped and faulted in. -TW_EINVAL past
+ * what ids can index, -TW_ENOMEM. */
+int tw__table_reserve(struct task_table *t, uint64_t tasks);
 void tw__table_fini(struct task_table *t);
 /* What the table holds: its directory and chunks (tw_stats' memory_bytes). */
 uint64_t tw__table_bytes(struct task_table *t);

@@ -6,7 +6,7 @@
  *   tw-perf SCENARIO [--tasks N] [--seconds S] [--period 100-500ms] [--sessions N] [--rate R]
  *                    [--timeout 30s] [--quiet F] [--threads N] [--executors N] [--block 2s]
  *                    [--sizes 1000,100000] [--op OP] [--impl NAME] [--peers libev,libuv | none] [--seed S] [--quick]
- *                    [--coarse-clock] [--reset-many] [--json FILE] [--plot DIR]
+ *                    [--coarse-clock] [--reset-many] [--reserve] [--json FILE] [--plot DIR]
  *   tw-perf -h | --help | --version
  *
  * The command line is checked before the scenario starts (tools/cli.h): a bad
@@ -110,6 +110,8 @@ static void usage(FILE *out)
 		"  --quick             the smallest run that still says something\n"
 		"  --coarse-clock      sessions: the engine's coarse_clock option\n"
 		"  --reset-many        sessions: a batch of 64 resets is one tw_set_delay_many\n"
+		"  --reserve           ops: the engine reserves its N tasks at create\n"
+		"                      (tw_config.reserve_tasks)\n"
 		"  --json FILE         every figure, target, note and series, and the machine\n"
 		"  --plot DIR          the pictures, PNGs through gnuplot (made if missing)\n"
 		"  -h, --help          this text\n"
@@ -178,7 +180,8 @@ enum {
 	OPT_SEED,
 	OPT_QUICK,
 	OPT_COARSE_CLOCK,
-	OPT_RESET_MANY
+	OPT_RESET_MANY,
+	OPT_RESERVE
 };
 
 static const struct cli_option option_table[] = {
@@ -202,6 +205,7 @@ static const struct cli_option option_table[] = {
 	{ "--quick", OPT_QUICK, false },
 	{ "--coarse-clock", OPT_COARSE_CLOCK, false },
 	{ "--reset-many", OPT_RESET_MANY, false },
+	{ "--reserve", OPT_RESERVE, false },
 	{ NULL, 0, false },
 };
 
@@ -281,6 +285,9 @@ static struct suite_options parse(int argc, char **argv, int first)
 			break;
 		case OPT_RESET_MANY:
 			o.reset_many = true;
+			break;
+		case OPT_RESERVE:
+			o.reserve = true;
 			break;
 		default:
 			for (size_t i = 0; i < SCENARIOS; i++)

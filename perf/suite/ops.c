@@ -116,7 +116,7 @@ static void engine_size(struct ops_run *o, size_t k)
 	}
 	fprintf(stderr, "tw-perf ops: engine at N = %zu\n", n);
 	struct engine_figures *f = &o->engine[k];
-	if (ops_engine_measure(n, o->opt->seed, f) != 0)
+	if (ops_engine_measure(n, o->opt->seed, o->opt->reserve, f) != 0)
 		return;
 	o->engine_done[k] = true;
 	report_param(o->r, fig_name("%s", "engine_reps", n), f->reps);
@@ -125,6 +125,10 @@ static void engine_size(struct ops_run *o, size_t k)
 			   f->ns[op], "ns", BETTER_LOWER);
 	report_add(o->r, "tickwheel", fig_name("%s", "engine_bytes_per_task", n), f->bytes_per_task,
 		   "B", BETTER_LOWER);
+	report_add(o->r, "tickwheel", fig_name("%s", "engine_create_ms", n), f->create_ms, "ms",
+		   BETTER_LOWER);
+	report_add(o->r, "tickwheel", fig_name("%s", "engine_kept_ended_mb", n),
+		   f->kept_ended_bytes / 1048576.0, "MiB", BETTER_LOWER);
 	if (f->miss_ns > 0)
 		report_add(o->r, "tickwheel", fig_name("%s", "engine_miss_ns", n), f->miss_ns, "ns",
 			   BETTER_NEITHER);
@@ -232,9 +236,13 @@ static void explain(struct ops_run *o, double clock_ns)
 		    "engine: manual clock, nothing fires; postpone = tw_set_delay later than "
 		    "the due (no mail), earlier = before where the wheel filed it (mailed), "
 		    "postpone_many = postpone through tw_set_delay_many, 64 ids a call; "
-		    "add = into freed slots, add_fresh = while the table grows; add_cancel = "
-		    "a request timeout added and cancelled at once, into freed slots; miss = one "
-		    "dependent random read over as much memory as the tasks took");
+		    "add = into freed slots, add_fresh = while the table grows (with "
+		    "--reserve: into the room tw_config.reserve_tasks made at create); "
+		    "add_cancel = a request timeout added and cancelled at once, into freed "
+		    "slots; miss = one dependent random read over as much memory as the tasks "
+		    "took; create = tw_engine_create; kept_ended = memory_bytes with the N tasks "
+		    "cancelled and kept for retain_ms, less an empty engine's (N ended tasks kept: "
+		    "N / retain_ms adds and cancels a ms)");
 	report_note(r,
 		    "engine on a real clock: + one CLOCK_MONOTONIC read (%.1f ns here) per "
 		    "tw_add and tw_set_delay",

@@ -29,6 +29,10 @@ enum engine_op {
 struct engine_figures {
 	double ns[ENG_OPS]; /* ns per operation, median over reps */
 	double bytes_per_task;
+	double create_ms; /* tw_engine_create, with the reservation when asked */
+	/* memory_bytes with N tasks ended (cancelled) and kept for retain_ms, less an empty
+	 * engine's: what retention holds under churn */
+	double kept_ended_bytes;
 	/* one dependent random read over as much memory as the tasks took: the
 	 * cache miss a postpone cannot avoid */
 	double miss_ns;
@@ -42,8 +46,9 @@ extern const char *const engine_op_names[ENG_OPS];
 /* true if an engine of n tasks fits in the memory available now; else false
  * with the reason in why. */
 bool ops_engine_fits(size_t n, char *why, size_t len);
-/* Measures the engine API at n live tasks. 0, or -1 after saying why. */
-int ops_engine_measure(size_t n, uint64_t seed, struct engine_figures *out);
+/* Measures the engine API at n live tasks (reserve: the engine reserves n tasks at create).
+ * 0, or -1 after saying why. */
+int ops_engine_measure(size_t n, uint64_t seed, bool reserve, struct engine_figures *out);
 /* ns per CLOCK_MONOTONIC read, which a real-clock engine adds to every tw_add
  * and tw_set_delay. */
 double ops_clock_read_ns(void);

@@ -318,7 +318,18 @@ static double miss_ns(size_t n, double bytes_per_task, uint64_t *rng)
 	return ns;
 }
 
-int ops_engine_measure(size_t n, uint64_t seed, struct engine_figures *out)
+/* memory_bytes of an engine of cfg with no task: what the figures of memory leave out. */
+static uint64_t empty_engine_bytes(const tw_config *cfg)
+{
+	tw_engine *e;
+	if (tw_engine_create(cfg, &e) != TW_OK)
+		return 0;
+	uint64_t bytes = engine_memory_bytes(e);
+	tw_engine_destroy(e);
+	return bytes;
+}
+
+int ops_engine_measure(size_t n, uint64_t seed, bool reserve, struct engine_figures *out)
 {
 	struct engine_run x;
 	uint64_t rng = seed ^ n;
@@ -328,19 +339,28 @@ int ops_engine_measure(size_t n, uint64_t seed, struct engine_figures *out)
 	cfg.manual_clock = true;
 	cfg.executors = 1; /* nothing runs: one idle executor is enough */
 	int rc = -TW_ENOMEM;
-	if (!run_alloc(&x, n, &rng) || (rc = tw_engine_create(&cfg, &x.e)) != TW_OK) {
+	uint64_t empty = empty_engine_bytes(&cfg);
+	cfg.reserve_tasks = reserve ? n : 0;
+	bool ok = run_alloc(&x, n, &rng);
+	if (ok) {
+		uint64_t t0 = monotonic_now_ns();
+		rc = tw_engine_create(&cfg, &x.e);
+		out->create_ms = (double)(monotonic_now_ns() - t0) / 1e6;
+	}
+	if (!ok || rc != TW_OK) {
 		fprintf(stderr, "tw-perf ops: engine at N = %zu: %s\n", n, tw_strerror(rc));
 		run_free(&x);
 		return -1;
 	}
 	x.retain_ms = cfg.retain_ms;
-	/* The first pass grows the table: its adds and its bytes. */
-	uint64_t before = engine_memory_bytes(x.e);
+	/* The first pass grows the table (or fills the reserved one): its adds and its bytes. */
 	out->ns[ENG_ADD_FRESH] = add_all(&x);
 	wheel_caught_up(&x);
-	out->bytes_per_task = (double)(engine_memory_bytes(x.e) - before) / (double)n;
+	out->bytes_per_task = (double)(engine_memory_bytes(x.e) - empty) / (double)n;
 	lay_out(&x, x.perm[2]);
 	cancel_all(&x);
+	wheel_caught_up(&x);
+	out->kept_ended_bytes = (double)(engine_memory_bytes(x.e) - empty);
 	reap(&x);
 
 	out->reps = engine_reps(n);

@@ -39,6 +39,7 @@ struct suite_options {
 	bool quick;           /* --quick: the smallest run that still says something */
 	bool coarse_clock;    /* --coarse-clock: the engine's coarse_clock option (sessions) */
 	bool reset_many;      /* --reset-many: sessions reset through tw_set_delay_many */
+	bool reserve;         /* --reserve: ops: the engine reserves its N tasks at create */
 };
 
 /* A scenario: fills r (params, figures, targets, notes, series), draws its

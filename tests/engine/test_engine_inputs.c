@@ -345,6 +345,39 @@ Test(inputs, manual_clock_ends_the_longest_delay_before_2_to_the_64_ns)
 	assert_no_leaks();
 }
 
+/* tw_config.reserve_tasks: the table's room made at create (memory_bytes counts it, whole
+ * chunks of 1724 tasks), the adds into it grow nothing, past it the table grows as before. */
+Test(inputs, reserve_tasks_makes_the_room_at_create)
+{
+	enum { N = 10000, CHUNK_TASKS = 1724, CHUNK_BYTES = 256 << 10 };
+	const uint64_t chunks = (N + CHUNK_TASKS - 1) / CHUNK_TASKS;
+	tw_engine *plain = manual_engine(1);
+	uint64_t unreserved = stats_of(plain).memory_bytes;
+	tw_engine_destroy(plain);
+	tw_config cfg = manual_config(1);
+	cfg.reserve_tasks = N;
+	tw_engine *e = engine_new(&cfg);
+	uint64_t reserved = stats_of(e).memory_bytes;
+	cr_assert_geq(reserved - unreserved, chunks * CHUNK_BYTES, "%" PRIu64 " bytes reserved",
+		      reserved - unreserved);
+	cr_assert_lt(reserved - unreserved, (chunks + 1) * CHUNK_BYTES, "%" PRIu64 " bytes",
+		     reserved - unreserved);
+	struct counts c = { 0 };
+	uint64_t room = chunks * CHUNK_TASKS;
+	for (uint64_t i = 0; i < room; i++)
+		add_counted(e, &c, 1000, 0);
+	cr_assert_eq(stats_of(e).memory_bytes, reserved, "adds into the room grow nothing");
+	add_counted(e, &c, 1000, 0);
+	cr_assert_gt(stats_of(e).memory_bytes, reserved, "past it the table grows");
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c.releases), room + 1);
+	cfg.reserve_tasks = UINT64_MAX;
+	tw_engine *refused = NULL;
+	cr_assert_eq(tw_engine_create(&cfg, &refused), -TW_EINVAL);
+	cr_assert_null(refused);
+	assert_no_leaks();
+}
+
 static void check_unknown(tw_engine *e, tw_id id)
 {
 	tw_task_info info;
