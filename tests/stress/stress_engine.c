@@ -913,8 +913,9 @@ static int idle_callback(const tw_fire *fire, void *arg)
 
 static void *name_adder(void *arg)
 {
+	enum { MAX_ADDS = 200000 }; /* kept 5 s each: about 80 MB with their names */
 	struct name_race *r = arg;
-	while (!atomic_load(&r->stop)) {
+	while (!atomic_load(&r->stop) && atomic_load(&r->adds) < MAX_ADDS) {
 		tw_task_spec spec = { .delay_ms = 60000, .callback = idle_callback, .name = "nm" };
 		tw_id id;
 		int rc = tw_add(r->engine, &spec, &id);
@@ -955,6 +956,7 @@ static void *name_finder(void *arg)
 
 static void run_name_race(double seconds)
 {
+	enum { MIN_ADDS = 120000 };
 	tw_config cfg;
 	tw_config_init(&cfg);
 	cfg.executors = 1;
@@ -970,7 +972,13 @@ static void run_name_race(double seconds)
 		fail("names: pthread_create failed");
 		abort();
 	}
-	sleep_us((unsigned)(seconds * 1e6));
+	/* At least the adds that grow the table's directory a few times over (it doubles from
+	 * 16 chunks of 1724 tasks), however slow the build: TSan saw that race there. */
+	uint64_t t0 = test_now_ns(), least_ns = (uint64_t)(seconds * 1e9),
+		 most_ns = UINT64_C(30000000000);
+	while (test_now_ns() - t0 < most_ns &&
+	       (test_now_ns() - t0 < least_ns || atomic_load(&r.adds) < MIN_ADDS))
+		sleep_us(10000);
 	atomic_store(&r.stop, true);
 	pthread_join(adder, NULL);
 	pthread_join(finder, NULL);
