@@ -39,10 +39,21 @@ task_read_info(struct tw_engine *e, struct tw_task *task, tw_id id, tw_task_info
 		tw__task_unlock(task);
 	}
 	uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
+	/* The name too, before the id is checked: the wheel thread clears a reaped task's id
+	 * before it forgets the name, so a name missed here fails the check below. */
+	char name[TW_NAME_MAX + 1];
+	unsigned misfire = 0;
+	bool named = tw__names_used(&e->names);
+	if (named) {
+		memset(name, 0, sizeof name);
+		misfire = tw__name_show_slow(&e->names, id, name);
+		/* its reads before the id's (liburcu's barrier: GCC's TSan refuses C11 fences) */
+		cmm_smp_rmb();
+	}
 	/* Read into a local, written out field by field once the id is checked (out is left
 	 * untouched otherwise). Not a zeroed local copied whole: gcc zeroes a struct this size
 	 * with `rep stos`, slow to start, and the copy then waits for those stores
-	 * (perf/README.md, "tw_get of a cached task"). The name goes straight to out. */
+	 * (perf/README.md, "tw_get of a cached task"). */
 	tw_task_info v;
 	v.state = state;
 	v.period_ms = period;
@@ -88,8 +99,11 @@ task_read_info(struct tw_engine *e, struct tw_task *task, tw_id id, tw_task_info
 	out->on_wheel_thread = traits & TRAIT_ON_WHEEL;
 	out->calendar = calendar;
 	out->next_due_wall_ns = wall_due;
-	memset(out->name, 0, sizeof out->name);
-	out->misfire = tw__name_show(&e->names, id, out->name);
+	if (named)
+		memcpy(out->name, name, sizeof out->name);
+	else
+		memset(out->name, 0, sizeof out->name);
+	out->misfire = misfire;
 	return true;
 }
 

@@ -534,8 +534,10 @@ static void hand_out(struct tw_engine *e, struct tw_task *task, uint64_t target)
 		/* Retention is over: the id stops answering, and the slot is
 		 * reused once no reader can still be looking at it. */
 		task->reaped.id = atomic_load_explicit(&task->id, memory_order_relaxed);
-		tw__name_forget(&e->names, task->reaped.id);
+		/* The id first: a reader that finds the name gone then finds the id gone too
+		 * (task_read_info reads the name before it checks the id). */
 		atomic_store_explicit(&task->id, 0, memory_order_release);
+		tw__name_forget(&e->names, task->reaped.id);
 		task->reaped.engine = e;
 		tw__task_unlock(task);
 		HANDOVER_RELEASE(task);

@@ -406,3 +406,60 @@ Test(names, a_taken_name_is_refused_before_the_count)
 	cr_assert_eq(atomic_load(&c.releases), 2, "the refused adds never call release");
 	assert_no_leaks();
 }
+
+/* The other end of a task's life: tasks added, cancelled and forgotten a ms later, read by
+ * another thread as they go. One that tw_get still shows has its name (it used to lose it
+ * for a moment while the wheel thread forgot it). */
+struct reap_race {
+	tw_engine *e;
+	_Atomic tw_id recent[64];
+	_Atomic unsigned long added;
+	_Atomic bool done;
+	_Atomic unsigned long shown, nameless;
+};
+
+static void *get_recent(void *arg)
+{
+	struct reap_race *r = arg;
+	tw_task_info info;
+	while (!atomic_load(&r->done))
+		for (unsigned i = 0; i < 64; i++) {
+			tw_id id = atomic_load(&r->recent[i]);
+			if (!id || tw_get(r->e, id, &info) != TW_OK)
+				continue;
+			atomic_fetch_add(&r->shown, 1);
+			if (!info.name[0])
+				atomic_fetch_add(&r->nameless, 1);
+		}
+	return NULL;
+}
+
+Test(names, a_task_keeps_its_name_until_it_is_forgotten)
+{
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = 1;
+	cfg.retain_ms = 1;
+	struct reap_race r = { .e = engine_new(&cfg) };
+	struct counts c = { 0 };
+	pthread_t getter;
+	cr_assert_eq(pthread_create(&getter, NULL, get_recent, &r), 0);
+	uint64_t deadline = test_now_ns() + 10000 * NS_PER_MS;
+	char name[16];
+	unsigned long adds = 0;
+	while (adds < 1000000 && !atomic_load(&r.nameless) && test_now_ns() < deadline) {
+		snprintf(name, sizeof name, "r%lu", adds % 1000);
+		tw_id id = add_named(r.e, &c, name, 60000);
+		cr_assert_eq(tw_cancel(r.e, id), TW_OK);
+		atomic_store(&r.recent[adds % 64], id);
+		adds++;
+	}
+	atomic_store(&r.done, true);
+	pthread_join(getter, NULL);
+	cr_assert_gt(atomic_load(&r.shown), 0);
+	cr_assert_eq(atomic_load(&r.nameless), 0, "%lu of %lu shown without their name",
+		     atomic_load(&r.nameless), atomic_load(&r.shown));
+	tw_engine_destroy(r.e);
+	cr_assert_eq(atomic_load(&c.releases), adds);
+	assert_no_leaks();
+}
