@@ -264,6 +264,8 @@ static bool run_alloc(struct engine_run *x, size_t n, uint64_t *rng)
 		ok = ok && (x->perm[k] = malloc(n * sizeof *x->perm[k])) != NULL;
 	if (!ok)
 		return false;
+	/* Written by the first pass of adds, which would otherwise count its page faults. */
+	memset(x->ids, 0, n * sizeof *x->ids);
 	for (size_t k = 0; k < 3; k++) {
 		for (size_t i = 0; i < n; i++)
 			x->perm[k][i] = (uint32_t)i;
