@@ -411,7 +411,9 @@ typedef struct {
 	 * cancelled in a loop about a second later). Those ms are the wheel thread's: one
 	 * held up (a stalled process, a long TW_ON_WHEEL_THREAD run) forgets as late as it is.
 	 * On the manual clock a task that ended in millisecond T is forgotten, with every
-	 * other, by the tw_advance that reaches T + retain_ms + 1. A task's end wakes a
+	 * other, by the tw_advance that reaches T + retain_ms + 1. A task cancelled while a
+	 * firing of it still waits in an executor's queue is kept until that executor takes
+	 * the firing out (see tw_cancel). A task's end wakes a
 	 * sleeping wheel thread (a system call in the thread that ends it) only if that would
 	 * not wake in time to forget the task then: about once per retain_ms, not once per
 	 * task. */
