@@ -11,7 +11,7 @@
  * A request is sent to a second endpoint only when the first failed before it could have been
  * applied (the connection was refused or could not be made); after a timeout or a dropped
  * connection mid-request the caller gets ETCD_ETIMEOUT / ETCD_ECONNECT and decides, since a
- * write may have been applied. A client is used by one thread at a time (it owns one curl
+ * write may have been applied; the client's next request then starts at the next endpoint. A client is used by one thread at a time (it owns one curl
  * handle and its connection); make one per thread.
  *
  * Streams (watch) are a sequence of JSON objects whose boundaries have nothing to do with
@@ -37,7 +37,7 @@ typedef enum {
 	ETCD_ECOMPACTED, /* a range or watch at a revision etcd has compacted away */
 	ETCD_ENOLEASE,   /* the lease does not exist (expired or revoked) */
 	ETCD_ENOMEM,
-	ETCD_ECANCELED, /* a watch stopped by tw__etcd_watch_cancel or by its callback */
+	ETCD_ECANCELED, /* a watch stopped by its stop flag, its callback, or etcd (cancel_reason) */
 	ETCD_EINVAL,    /* a bad argument (no endpoints, an empty key) */
 } etcd_error;
 
@@ -51,6 +51,8 @@ typedef struct {
 /* The names of etcd_error's kinds, for logs and metric labels: "connect", "timeout", ... */
 const char *tw__etcd_error_name(etcd_error kind);
 
+/* key and value are malloc'ed with a NUL after their bytes (so text reads as a C string);
+ * NULL when etcd left them out (empty). */
 typedef struct {
 	uint8_t *key;
 	size_t key_len;
@@ -62,8 +64,8 @@ typedef struct {
 typedef struct {
 	etcd_kv *kvs;
 	size_t count;
-	bool more;       /* more keys in the range than limit let through */
-	int64_t total;   /* keys in the range ("count") */
+	bool more;        /* more keys in the range than limit let through */
+	int64_t total;    /* keys in the range ("count") */
 	int64_t revision; /* the store's revision when it answered (header.revision) */
 } etcd_range_result;
 
@@ -109,15 +111,27 @@ int tw__etcd_delete(etcd_client *c, const void *key, size_t key_len, const void 
 
 /* A transaction: if every compare holds, the success ops run, else the failure ops; one
  * revision, all or nothing. */
-typedef enum { ETCD_CMP_VERSION, ETCD_CMP_CREATE, ETCD_CMP_MOD, ETCD_CMP_VALUE, ETCD_CMP_LEASE } etcd_cmp_target;
-typedef enum { ETCD_CMP_EQUAL, ETCD_CMP_GREATER, ETCD_CMP_LESS, ETCD_CMP_NOT_EQUAL } etcd_cmp_result;
+typedef enum {
+	ETCD_CMP_VERSION,
+	ETCD_CMP_CREATE,
+	ETCD_CMP_MOD,
+	ETCD_CMP_VALUE,
+	ETCD_CMP_LEASE
+} etcd_cmp_target;
+typedef enum {
+	ETCD_CMP_EQUAL,
+	ETCD_CMP_GREATER,
+	ETCD_CMP_LESS,
+	ETCD_CMP_NOT_EQUAL
+} etcd_cmp_result;
 typedef struct {
 	etcd_cmp_target target;
 	etcd_cmp_result result;
 	const void *key;
 	size_t key_len;
 	int64_t number; /* VERSION, CREATE, MOD, LEASE: the revision, version or lease id */
-	const void *value; /* VALUE: compared as bytes (etcd fails a VALUE compare on a missing key) */
+	const void
+		*value; /* VALUE: compared as bytes (etcd fails a VALUE compare on a missing key) */
 	size_t value_len;
 } etcd_compare;
 
@@ -161,6 +175,10 @@ int tw__etcd_lease_grant(etcd_client *c, int64_t ttl_s, int64_t *id, int64_t *gr
 int tw__etcd_lease_keepalive(etcd_client *c, int64_t id, int64_t *ttl_s, etcd_status *st);
 int tw__etcd_lease_revoke(etcd_client *c, int64_t id, etcd_status *st);
 
+/* Compacts the store's history up to revision (POST /v3/kv/compaction); physical: answer once
+ * the space is reclaimed. Reads and watches below revision then give ETCD_ECOMPACTED. */
+int tw__etcd_compact(etcd_client *c, int64_t revision, bool physical, etcd_status *st);
+
 /* The member that answers: its id and the cluster's leader's id (/v3/maintenance/status). */
 int tw__etcd_status(etcd_client *c, uint64_t *member_id, uint64_t *leader_id, int64_t *revision,
 		    etcd_status *st);
@@ -182,14 +200,19 @@ typedef struct {
 } etcd_watch_msg;
 void tw__etcd_watch_msg_free(etcd_watch_msg *m);
 
-/* Called once per message, on the watching thread; nonzero ends the watch (ETCD_ECANCELED). */
+/* Called once per message (the created one and a canceled one included), on the watching
+ * thread; nonzero ends the watch (ETCD_ECANCELED). msg and what it points to live until fn
+ * returns. */
 typedef int (*etcd_watch_fn)(const etcd_watch_msg *msg, void *ctx);
 
 /* Watches [key, range_end) from start_revision (0: from now) and calls fn per message until
  * the stream ends, fn returns nonzero, *stop becomes true (checked at least every 100 ms; may
  * be NULL), or an error; blocks the calling thread all along. Returns -1 with *st: the kind
- * says why it ended (ETCD_ECOMPACTED carries on in st->message the compact revision's meaning:
- * resume from a fresh range read). */
+ * says why it ended (ETCD_ECOMPACTED: start_revision was compacted away, the message names the
+ * compact revision; resume from a fresh range read. ETCD_ECANCELED: the stop flag, fn, or a
+ * cancel by etcd, named in the message. ETCD_ECONNECT: the stream ended or broke). The
+ * "created" answer must come within the client's timeout (else ETCD_ETIMEOUT); after it the
+ * watch has no time limit. key_len >= 1. */
 typedef struct {
 	const void *key;
 	size_t key_len;
@@ -212,8 +235,8 @@ int tw__etcd_watch(etcd_client *c, const etcd_watch_req *req, etcd_watch_fn fn, 
 typedef struct {
 	char *buf;
 	size_t len, cap, max_object;
-	size_t scan;  /* bytes of buf already scanned */
-	int depth;    /* object/array nesting at scan */
+	size_t scan; /* bytes of buf already scanned */
+	int depth;   /* object/array nesting at scan */
 	bool in_string, escaped, failed;
 } etcd_stream;
 void tw__etcd_stream_init(etcd_stream *s, size_t max_object);
