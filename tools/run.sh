@@ -6,8 +6,9 @@
 #   tools/run.sh test        setup, then the test suites in build/
 #   tools/run.sh test-asan   the test suites in build-asan/ (ASan + UBSan, no recovery)
 #   tools/run.sh test-tsan   the plain-program suites in build-tsan/ (ThreadSanitizer)
-#   tools/run.sh test-clang  the test suites in build-clang/, built by clang with -Werror, and
-#                            the snapshot reader fuzzed for 15 s (libFuzzer: tests/fuzz/)
+#   tools/run.sh test-clang  the test suites in build-clang/, built by clang with -Werror, the
+#                            snapshot reader fuzzed for 15 s and the etcd stream decoders for
+#                            10 s (libFuzzer: tests/fuzz/)
 #   tools/run.sh lint        the static analyser: clang-tidy (.clang-tidy) over the .c files of
 #                            wheel/, core/ and calendar/, and through them their headers and api/
 #   tools/run.sh perf        the perf suite: every tw-perf scenario from build-perf/ (release),
@@ -33,7 +34,7 @@ cd "$ROOT"
 
 PACKAGES=(meson ninja-build pkg-config gcc clang liburcu-dev libjemalloc-dev libcriterion-dev
 	libuv1-dev libevent-dev libev-dev valgrind gnuplot-nox abigail-tools clang-tidy clang-format
-	libmicrohttpd-dev prometheus tzdata zlib1g-dev)
+	libmicrohttpd-dev prometheus tzdata zlib1g-dev etcd-server libcurl4-openssl-dev libjansson-dev)
 
 log() { printf 'run.sh: %s\n' "$*" >&2; }
 die() { printf 'run.sh: error: %s\n' "$*" >&2; exit 1; }
@@ -58,17 +59,18 @@ install_packages() {
 }
 
 # configure DIR [meson options...]: meson setup DIR unless it is already configured (a setup
-# that failed half-way is wiped and redone). libmicrohttpd is required, not auto: the /metrics
-# example and the Prometheus scrape test must not be skipped here for want of a package.
+# that failed half-way is wiped and redone). libmicrohttpd and the cluster transport (libcurl,
+# jansson, etcd) are required, not auto: the /metrics example, the Prometheus scrape test and
+# the etcd suites must not be skipped here for want of a package.
 configure() {
 	local dir="$1"
 	shift
 	if [ -f "$dir/build.ninja" ]; then
 		return 0
 	elif [ -f "$dir/meson-private/coredata.dat" ]; then
-		meson setup --wipe "$dir" -Dtests=enabled -Dmicrohttpd=enabled "$@" </dev/null || return 1
+		meson setup --wipe "$dir" -Dtests=enabled -Dmicrohttpd=enabled -Dcluster=enabled "$@" </dev/null || return 1
 	else
-		meson setup "$dir" -Dtests=enabled -Dmicrohttpd=enabled "$@" </dev/null || return 1
+		meson setup "$dir" -Dtests=enabled -Dmicrohttpd=enabled -Dcluster=enabled "$@" </dev/null || return 1
 	fi
 }
 
