@@ -27,6 +27,7 @@
 typedef struct {
 	pid_t pid;
 	bool stopped;
+	int exit_status; /* waitpid's, once it exited */
 	int client_port, peer_port;
 	uint64_t id; /* etcd's member id, from its status */
 	char endpoint[64];
@@ -171,6 +172,7 @@ static bool exited(etcd_harness *h, int i)
 	int status;
 	pid_t r = waitpid(m->pid, &status, WNOHANG);
 	if (r == m->pid || (r < 0 && errno == ECHILD)) {
+		m->exit_status = r == m->pid ? status : 0;
 		m->pid = 0;
 		return true;
 	}
@@ -296,7 +298,10 @@ static int start_once(etcd_harness *h, int64_t deadline)
 		fprintf(stderr, "etcd_harness: member %d %s\n", i,
 			gone ? "exited" : "is not healthy in time");
 		log_tail(h, i);
-		return gone ? 1 : -1;
+		/* 127: no etcd to run; anything else may be a port taken since free_port. */
+		bool no_exec =
+			WIFEXITED(h->m[i].exit_status) && WEXITSTATUS(h->m[i].exit_status) == 127;
+		return gone && !no_exec ? 1 : -1;
 	}
 	return 0;
 }
@@ -398,8 +403,9 @@ int etcd_harness_leader(etcd_harness *h)
 		uint64_t id, leader;
 		if (!h->m[i].pid || h->m[i].stopped || status_of(h, i, &id, &leader) || !leader)
 			continue;
+		/* Followers name a killed or stopped leader until their election timeout. */
 		for (int j = 0; j < h->n; j++)
-			if (h->m[j].id == leader)
+			if (h->m[j].id == leader && h->m[j].pid && !h->m[j].stopped)
 				return j;
 	}
 	return -1;

@@ -331,6 +331,61 @@ Test(client, watch_from_a_revision)
 	tw__etcd_range_result_free(&r);
 }
 
+typedef struct {
+	const char *const *endpoints;
+	atomic_bool created;
+	int rc;
+} writer;
+
+static int note_created(const etcd_watch_msg *m, void *arg)
+{
+	void **pair = arg;
+	if (m->created)
+		atomic_store(&((writer *)pair[1])->created, true);
+	return collect(m, pair[0]);
+}
+
+/* Writes once the watch is in place, through a client of its own (one per thread). */
+static void *write_later(void *arg)
+{
+	writer *w = arg;
+	etcd_client *c;
+	etcd_status st;
+	w->rc = -1;
+	if (tw__etcd_client_create(w->endpoints, 3, 3000, &c, &st))
+		return NULL;
+	for (int i = 0; i < 500 && !atomic_load(&w->created); i++)
+		sleep_ms(10);
+	int64_t deleted;
+	if (atomic_load(&w->created) && !tw__etcd_put(c, "l/1", 3, "a", 1, 0, NULL, &st) &&
+	    !tw__etcd_put(c, "l/2", 3, "b", 1, 0, NULL, &st) &&
+	    !tw__etcd_delete(c, "l/1", 3, NULL, 0, &deleted, &st))
+		w->rc = 0;
+	tw__etcd_client_destroy(c);
+	return NULL;
+}
+
+Test(client, watch_sees_live_writes)
+{
+	writer w = { .endpoints = etcd_harness_endpoints(H), .created = false };
+	seen s = { .stop_after = 3 };
+	void *pair[2] = { &s, &w };
+	pthread_t t;
+	etcd_watch_req req = { .key = "l/", .key_len = 2, .range_end = "l0", .range_end_len = 2 };
+	etcd_status st;
+	cr_assert_eq(pthread_create(&t, NULL, write_later, &w), 0);
+	int rc = tw__etcd_watch(C, &req, note_created, pair, &st);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(w.rc, 0, "the writer failed");
+	cr_assert_eq(rc, -1);
+	cr_assert_eq(st.kind, ETCD_ECANCELED, "%s: %s", tw__etcd_error_name(st.kind), st.message);
+	cr_assert_eq(s.n, 3);
+	cr_assert(s.type[0] == ETCD_EVENT_PUT && !strcmp(s.key[0], "l/1"));
+	cr_assert(s.type[1] == ETCD_EVENT_PUT && !strcmp(s.key[1], "l/2"));
+	cr_assert(s.type[2] == ETCD_EVENT_DELETE && !strcmp(s.key[2], "l/1"));
+	cr_assert(s.rev[0] < s.rev[1] && s.rev[1] < s.rev[2]);
+}
+
 Test(client, watch_and_range_compacted)
 {
 	int64_t r1, r2;
@@ -424,6 +479,47 @@ Test(client, failover_past_a_killed_member)
 		sleep_ms(20);
 	}
 	tw__etcd_client_destroy(back);
+	tw__etcd_client_destroy(c);
+}
+
+Test(client, a_killed_leader_is_replaced)
+{
+	int old = etcd_harness_wait_leader(H, 5000);
+	cr_assert_geq(old, 0, "no leader");
+	cr_assert_eq(etcd_harness_signal(H, old, SIGKILL), 0);
+	int now = etcd_harness_wait_leader(H, 5000);
+	cr_assert(now >= 0 && now != old, "no new leader (%d)", now);
+	/* Writes go through again once the new leader is known; the client may first meet the
+	 * dead member (refused: next endpoint) or an election (an error for the caller). */
+	int64_t deadline = now_ms() + 5000;
+	etcd_status st;
+	while (tw__etcd_put(C, "after-election", 14, "x", 1, 0, NULL, &st)) {
+		cr_assert_lt(now_ms(), deadline, "no write after the election: %s", st.message);
+		sleep_ms(50);
+	}
+}
+
+Test(client, lease_and_http_errors)
+{
+	etcd_status st;
+	int64_t ttl;
+	cr_assert_eq(tw__etcd_lease_keepalive(C, 12345, &ttl, &st), -1);
+	cr_assert_eq(st.kind, ETCD_ENOLEASE, "%s", tw__etcd_error_name(st.kind));
+	OK(tw__etcd_lease_revoke(C, 12345, st));
+	cr_assert_eq(tw__etcd_lease_grant(C, 0, &ttl, NULL, &st), -1);
+	cr_assert_eq(st.kind, ETCD_EINVAL);
+
+	/* Not the gateway: a path etcd does not serve answers 404 in plain text. */
+	char ep[96];
+	snprintf(ep, sizeof(ep), "%s/elsewhere", etcd_harness_endpoints(H)[0]);
+	const char *eps[] = { ep };
+	etcd_client *c;
+	OK(tw__etcd_client_create(eps, 1, 2000, &c, st));
+	etcd_range_result r;
+	etcd_range_req req = { .key = "k", .key_len = 1 };
+	cr_assert_eq(tw__etcd_range(c, &req, &r, &st), -1);
+	cr_assert_eq(st.kind, ETCD_EHTTP, "%s: %s", tw__etcd_error_name(st.kind), st.message);
+	cr_assert_eq(st.http_status, 404);
 	tw__etcd_client_destroy(c);
 }
 
