@@ -175,6 +175,18 @@ int tw__etcd_lease_grant(etcd_client *c, int64_t ttl_s, int64_t *id, int64_t *gr
 int tw__etcd_lease_keepalive(etcd_client *c, int64_t id, int64_t *ttl_s, etcd_status *st);
 int tw__etcd_lease_revoke(etcd_client *c, int64_t id, etcd_status *st);
 
+/* The cluster's members (/v3/cluster/member/list): client_urls are what each advertises (none
+ * for a member added but not started). Free with tw__etcd_member_list_free. */
+typedef struct {
+	uint64_t id;
+	char name[64];
+	char **client_urls;
+	size_t nclient;
+	bool is_learner;
+} etcd_member;
+int tw__etcd_member_list(etcd_client *c, etcd_member **members, size_t *n, etcd_status *st);
+void tw__etcd_member_list_free(etcd_member *members, size_t n);
+
 /* Compacts the store's history up to revision (POST /v3/kv/compaction); physical: answer once
  * the space is reclaimed. Reads and watches below revision then give ETCD_ECOMPACTED. */
 int tw__etcd_compact(etcd_client *c, int64_t revision, bool physical, etcd_status *st);
@@ -202,7 +214,7 @@ void tw__etcd_watch_msg_free(etcd_watch_msg *m);
 
 /* Called once per message (the created one and a canceled one included), on the watching
  * thread; nonzero ends the watch (ETCD_ECANCELED). msg and what it points to live until fn
- * returns. */
+ * returns. fn runs inside the client's transfer: it must not use the same client. */
 typedef int (*etcd_watch_fn)(const etcd_watch_msg *msg, void *ctx);
 
 /* Watches [key, range_end) from start_revision (0: from now) and calls fn per message until
