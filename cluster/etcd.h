@@ -11,7 +11,9 @@
  * A request is sent to a second endpoint only when the first failed before it could have been
  * applied (the connection was refused or could not be made); after a timeout or a dropped
  * connection mid-request the caller gets ETCD_ETIMEOUT / ETCD_ECONNECT and decides, since a
- * write may have been applied; the client's next request then starts at the next endpoint. A client is used by one thread at a time (it owns one curl
+ * write may have been applied; the client's next request then starts at the next endpoint (as
+ * it does after an ETCD_EGRPC answer with grpc_code 14, unavailable: "no leader", "leader
+ * changed", which a member cut off from the others gives to every request). A client is used by one thread at a time (it owns one curl
  * handle and its connection); make one per thread.
  *
  * Streams (watch) are a sequence of JSON objects whose boundaries have nothing to do with

@@ -4,7 +4,8 @@
  * A request moves on to the next endpoint only when it cannot have been applied: no
  * connection, or a connect that timed out before a byte was sent. A timeout or a connection
  * lost after sending is the caller's to judge (a put may have been applied), and the next
- * request starts at the next endpoint, since the one that timed out may be stopped or cut off.
+ * request starts at the next endpoint, since the one that timed out may be stopped or cut off;
+ * so does the one after an "unavailable" answer (gRPC 14).
  */
 #include "etcd_internal.h"
 
@@ -249,6 +250,10 @@ int tw__etcd_call(etcd_client *c, const char *path, const json_t *body, json_t *
 		if (rc == CURLE_OK) {
 			c->cur = idx;
 			ret = answer_of(c, answer, st);
+			/* Unavailable ("no leader", "leader changed", "request timed out"): a
+			 * member cut off from the others keeps saying so; ask another next. */
+			if (ret && st && st->kind == ETCD_EGRPC && st->grpc_code == 14)
+				c->cur = (idx + 1) % c->n;
 			break;
 		}
 		bool unsent = tw__etcd_http_unsent(c, rc);
