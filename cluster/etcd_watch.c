@@ -32,6 +32,9 @@ static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg)
 	size_t len = size * nmemb;
 	if (w->ended)
 		return 0;
+	if (!w->st->http_status &&
+	    curl_easy_getinfo(w->c->easy, CURLINFO_RESPONSE_CODE, &w->st->http_status) != CURLE_OK)
+		w->st->http_status = 0;
 	if (tw__etcd_stream_feed(&w->stream, data, len, w->st)) {
 		end_watch(w);
 		return 0;
@@ -42,11 +45,9 @@ static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg)
 		if (rc == 0)
 			return len;
 		if (rc < 0) {
-			long status = 0;
-			if (curl_easy_getinfo(w->c->easy, CURLINFO_RESPONSE_CODE, &status) ==
-				    CURLE_OK &&
-			    status != 200)
-				tw__etcd_fail(w->st, ETCD_EHTTP, "watch: HTTP %ld", status);
+			if (w->st->http_status != 200)
+				tw__etcd_fail(w->st, ETCD_EHTTP, "watch: HTTP %ld",
+					      w->st->http_status);
 			end_watch(w);
 			return 0;
 		}
@@ -176,6 +177,9 @@ static int watch_on(etcd_client *c, size_t idx, const char *body, watch_state *w
 int tw__etcd_watch(etcd_client *c, const etcd_watch_req *req, etcd_watch_fn fn, void *ctx,
 		   etcd_status *st)
 {
+	etcd_status local;
+	if (!st)
+		st = &local; /* the kind decides where the next call goes */
 	tw__etcd_status_ok(st);
 	if (!req || !fn || !req->key_len)
 		return tw__etcd_fail(st, ETCD_EINVAL, "a watch needs a key and a callback");
@@ -193,9 +197,9 @@ int tw__etcd_watch(etcd_client *c, const etcd_watch_req *req, etcd_watch_fn fn, 
 		rc = watch_on(c, (first + tries) % c->n, body, &w, req->stop, deadline);
 		tw__etcd_stream_free(&w.stream);
 	}
-	if (rc == 1 && st)
+	if (rc == 1)
 		st->kind = ETCD_ECONNECT;
-	if (st && st->kind != ETCD_ECOMPACTED && st->kind != ETCD_ECANCELED)
+	if (st->kind != ETCD_ECOMPACTED && st->kind != ETCD_ECANCELED)
 		c->cur = (c->cur + 1) % c->n; /* the next call tries another member */
 	free(body);
 	return -1;

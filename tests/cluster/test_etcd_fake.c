@@ -187,3 +187,31 @@ Test(fake, a_stream_split_anywhere_ends_with_its_error)
 	tw__etcd_client_destroy(c);
 	fake_gateway_stop(f);
 }
+
+Test(fake, a_watch_refused)
+{
+	etcd_watch_req req = { .key = "w/", .key_len = 2 };
+	counts n = { 0 };
+	etcd_status st;
+	/* What etcd 3.4 answers a watch whose key is not base64. */
+	fake_gateway *f = start_fake(FAKE_ANSWER,
+				     reply(0, 500, "Internal Server Error",
+					   "{\"error\":\"illegal base64 data at input byte 0\","
+					   "\"message\":\"illegal base64 data at input byte 0\","
+					   "\"code\":2}"),
+				     0);
+	etcd_client *c = client_of(f, NULL, 2000);
+	cr_assert_eq(tw__etcd_watch(c, &req, count, &n, &st), -1);
+	cr_assert_eq(st.kind, ETCD_EGRPC, "%s: %s", tw__etcd_error_name(st.kind), st.message);
+	cr_assert(st.grpc_code == 2 && st.http_status == 500 && n.messages == 0);
+	tw__etcd_client_destroy(c);
+	fake_gateway_stop(f);
+
+	f = start_fake(FAKE_ANSWER, reply(0, 404, "Not Found", "404 page not found"), 0);
+	c = client_of(f, NULL, 2000);
+	cr_assert_eq(tw__etcd_watch(c, &req, count, &n, &st), -1);
+	cr_assert_eq(st.kind, ETCD_EHTTP, "%s: %s", tw__etcd_error_name(st.kind), st.message);
+	cr_assert_eq(st.http_status, 404);
+	tw__etcd_client_destroy(c);
+	fake_gateway_stop(f);
+}
