@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -70,7 +71,7 @@ static inline void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
 	while (nanosleep(&ts, &ts))
-		;
+		cr_assert_eq(errno, EINTR);
 }
 
 static inline int64_t now_ms(void)

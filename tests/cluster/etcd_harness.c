@@ -48,7 +48,8 @@ static bool atexit_done;
 static int64_t now_ms(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (clock_gettime(CLOCK_MONOTONIC, &ts))
+		abort(); /* no bounded wait without it */
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -91,7 +92,8 @@ static void log_tail(const etcd_harness *h, int i)
 	if (!fseek(f, -(long)(sizeof(buf) - 1), SEEK_END) || !fseek(f, 0, SEEK_SET))
 		n = fread(buf, 1, sizeof(buf) - 1, f);
 	buf[n] = '\0';
-	fclose(f);
+	if (fclose(f))
+		fprintf(stderr, "etcd_harness: fclose: %s\n", strerror(errno));
 	fprintf(stderr, "etcd_harness: the end of %s:\n%s\n", path, buf);
 }
 
@@ -142,7 +144,8 @@ static int spawn(etcd_harness *h, int i, bool existing)
 	pid_t pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "etcd_harness: fork: %s\n", strerror(errno));
-		close(logfd);
+		if (close(logfd))
+			fprintf(stderr, "etcd_harness: close: %s\n", strerror(errno));
 		return -1;
 	}
 	if (pid == 0) {

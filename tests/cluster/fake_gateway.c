@@ -74,7 +74,8 @@ static int read_request(fake_gateway *f, int fd)
 			return -1;
 		have += (size_t)n;
 	}
-	pthread_mutex_lock(&f->lock);
+	if (pthread_mutex_lock(&f->lock))
+		abort();
 	f->requests++;
 	sscanf(buf, "POST %127s", f->path);
 	pthread_mutex_unlock(&f->lock);
@@ -100,7 +101,8 @@ static void serve(fake_gateway *f, int fd)
 		off += (size_t)w;
 		if (f->chunk) {
 			struct timespec ts = { 0, 2000000 };
-			nanosleep(&ts, NULL);
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
 		}
 	}
 }
@@ -113,7 +115,8 @@ static void *run(void *arg)
 		if (fd < 0)
 			continue;
 		serve(f, fd);
-		close(fd);
+		if (close(fd))
+			perror("fake_gateway: close");
 	}
 	return NULL;
 }
@@ -156,7 +159,8 @@ const char *fake_gateway_endpoint(const fake_gateway *f)
 
 int fake_gateway_requests(fake_gateway *f, char *path, size_t path_size)
 {
-	pthread_mutex_lock(&f->lock);
+	if (pthread_mutex_lock(&f->lock))
+		abort();
 	int n = f->requests;
 	if (path)
 		snprintf(path, path_size, "%s", f->path);
@@ -169,8 +173,8 @@ void fake_gateway_stop(fake_gateway *f)
 	if (!f)
 		return;
 	atomic_store(&f->stop, true);
-	pthread_join(f->thread, NULL);
-	close(f->listen_fd);
+	if (pthread_join(f->thread, NULL) || close(f->listen_fd))
+		perror("fake_gateway: stop");
 	pthread_mutex_destroy(&f->lock);
 	free(f->reply);
 	free(f);

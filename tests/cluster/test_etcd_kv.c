@@ -239,3 +239,34 @@ Test(kv, member_list)
 	cr_assert(found[0] && found[1] && found[2]);
 	tw__etcd_member_list_free(m, n);
 }
+
+Test(kv, binary_keys_and_one_connection)
+{
+	/* Keys and values are bytes: 0x00 and 0xff travel as base64 both ways. */
+	const char key[] = "bin/\x00\xff\x01", value[] = "\xff\x00v";
+	OK(tw__etcd_put(C, key, sizeof(key) - 1, value, sizeof(value) - 1, 0, NULL, st));
+	uint8_t *end;
+	size_t end_len;
+	cr_assert_eq(tw__etcd_prefix_end("bin/\x00", 5, &end, &end_len), 0);
+	etcd_range_result r;
+	etcd_range_req req = {
+		.key = "bin/\x00", .key_len = 5, .range_end = end, .range_end_len = end_len
+	};
+	OK(tw__etcd_range(C, &req, &r, st));
+	cr_assert_eq(r.count, 1);
+	cr_assert(r.kvs[0].key_len == sizeof(key) - 1 &&
+		  !memcmp(r.kvs[0].key, key, sizeof(key) - 1));
+	cr_assert(r.kvs[0].value_len == sizeof(value) - 1 &&
+		  !memcmp(r.kvs[0].value, value, sizeof(value) - 1));
+	tw__etcd_range_result_free(&r);
+	free(end);
+
+	/* Request after request on the connection the first one made. */
+	for (int i = 0; i < 5; i++) {
+		OK(tw__etcd_put(C, "again", 5, "x", 1, 0, NULL, st));
+		long connects = -1;
+		cr_assert_eq(curl_easy_getinfo(C->easy, CURLINFO_NUM_CONNECTS, &connects),
+			     CURLE_OK);
+		cr_assert_eq(connects, 0, "request %d opened %ld connection(s)", i, connects);
+	}
+}
