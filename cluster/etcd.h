@@ -13,8 +13,8 @@
  * connection mid-request the caller gets ETCD_ETIMEOUT / ETCD_ECONNECT and decides, since a
  * write may have been applied; the client's next request then starts at the next endpoint (as
  * it does after an ETCD_EGRPC answer with grpc_code 14, unavailable: "no leader", "leader
- * changed", which a member cut off from the others gives to every request). A client is used by one thread at a time (it owns one curl
- * handle and its connection); make one per thread.
+ * changed", which a member cut off from the others gives to every request). A client is used
+ * by one thread at a time (it owns one curl handle and its connection); make one per thread.
  *
  * Streams (watch) are a sequence of JSON objects whose boundaries have nothing to do with
  * HTTP chunks: etcd_stream cuts a byte stream into whole objects wherever the reads split it.
@@ -132,8 +132,8 @@ typedef struct {
 	const void *key;
 	size_t key_len;
 	int64_t number; /* VERSION, CREATE, MOD, LEASE: the revision, version or lease id */
-	const void
-		*value; /* VALUE: compared as bytes (etcd fails a VALUE compare on a missing key) */
+	/* VALUE: compared as bytes (etcd fails a VALUE compare on a missing key) */
+	const void *value;
 	size_t value_len;
 } etcd_compare;
 

@@ -270,3 +270,24 @@ Test(kv, binary_keys_and_one_connection)
 		cr_assert_eq(connects, 0, "request %d opened %ld connection(s)", i, connects);
 	}
 }
+
+Test(kv, a_value_near_etcd_s_request_limit)
+{
+	/* 1 MiB of bytes is 1.33 MiB of base64: under etcd's 1.5 MiB request limit, and an
+	 * answer that arrives in many reads. */
+	size_t len = (size_t)1 << 20;
+	uint8_t *value = malloc(len);
+	cr_assert_not_null(value);
+	uint32_t x = 12345;
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		value[i] = (uint8_t)(x >> 24);
+	}
+	OK(tw__etcd_put(C, "big", 3, value, len, 0, NULL, st));
+	etcd_range_result r;
+	range_str("big", NULL, 0, &r);
+	cr_assert(r.count == 1 && r.kvs[0].value_len == len);
+	cr_assert_eq(memcmp(r.kvs[0].value, value, len), 0);
+	tw__etcd_range_result_free(&r);
+	free(value);
+}
