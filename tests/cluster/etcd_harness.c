@@ -5,6 +5,7 @@
 
 #include "etcd.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -309,6 +310,29 @@ static int start_once(etcd_harness *h, int64_t deadline)
 	return 0;
 }
 
+/* A test process that crashed left its directory (its members died with it): remove those
+ * whose process is gone. The name carries the pid; a pid alive again keeps its directory. */
+static void remove_stale(const char *base)
+{
+	DIR *d = opendir(base);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		int pid, end = 0;
+		if (sscanf(e->d_name, "tw-etcdh-%d-%*6[A-Za-z0-9]%n", &pid, &end) != 1 ||
+		    e->d_name[end] != '\0' || end == 0 || pid <= 0 || !kill(pid, 0) ||
+		    errno != ESRCH)
+			continue;
+		char path[300];
+		snprintf(path, sizeof(path), "%s/%s", base, e->d_name);
+		if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS))
+			fprintf(stderr, "etcd_harness: removing %s: %s\n", path, strerror(errno));
+	}
+	if (closedir(d))
+		fprintf(stderr, "etcd_harness: closedir %s: %s\n", base, strerror(errno));
+}
+
 etcd_harness *etcd_harness_start(int n)
 {
 	if (n < 1 || n > MAX_MEMBERS) {
@@ -324,7 +348,8 @@ etcd_harness *etcd_harness_start(int n)
 	h->n = n;
 	struct stat sb;
 	const char *base = !stat("/dev/shm", &sb) && S_ISDIR(sb.st_mode) ? "/dev/shm" : "/tmp";
-	snprintf(h->dir, sizeof(h->dir), "%s/tw-etcd-XXXXXX", base);
+	remove_stale(base);
+	snprintf(h->dir, sizeof(h->dir), "%s/tw-etcdh-%d-XXXXXX", base, (int)getpid());
 	if (!mkdtemp(h->dir)) {
 		fprintf(stderr, "etcd_harness: mkdtemp %s: %s\n", h->dir, strerror(errno));
 		free(h);

@@ -5,7 +5,8 @@
  * fresh temporary directory (in /dev/shm when there is one: fsync there costs nothing), its
  * output in <dir>/mI.log. The children die with the thread that started them (PDEATHSIG), and
  * etcd_harness_stop (also run at exit for every harness still alive) ends them and removes
- * the directory. Every wait is bounded; a failure says why on stderr, with the log's tail.
+ * the directory; a directory that a crashed test left behind goes at the next start. Every
+ * wait is bounded; a failure says why on stderr, with the log's tail.
  *
  * The etcd binary is $TW_ETCD if set, else "etcd" on the PATH.
  */
