@@ -1,0 +1,364 @@
+/*
+ * tickwheel_cluster.h - libtickwheel-cluster: jobs defined on every replica of a program, run
+ * once per fire time across them, at the engine's precision. etcd (3.4 or later, its v3 API
+ * through the JSON gateway) holds who owns a job and each claimed fire time; the local
+ * tickwheel engine fires the runs. Link with pkg-config's tickwheel-cluster.
+ *
+ * Every function returns TW_OK (0) or a negated code: the core's TW_E* codes and the
+ * TW_CLUSTER_E* codes below; tw_cluster_strerror() names both.
+ *
+ * How it works, and what it promises:
+ *
+ * Members. A replica joins (tw_cluster_join) with the etcd endpoints, a namespace prefix that
+ * every replica of the program shares, a member name of its own and a lease TTL. It holds an
+ * etcd lease, renewed every third of the TTL, under which it records itself as a member. It
+ * leaves (tw_cluster_leave) by revoking the lease: what it owned is free at once. A replica
+ * that dies is gone when its lease expires: TTL seconds after its last renewal, and etcd
+ * notices within half a second more.
+ *
+ * Jobs. A cluster job (tw_cluster_add) is a named periodic or calendar task that every replica
+ * defines, each in its own engine. Its fire times are instants in UTC milliseconds that every
+ * replica computes alike: a calendar job's are its cron expression's (tw_cron_next); a
+ * periodic job's are the multiples of its period since the Unix epoch, plus its phase. The
+ * first replica to add a job records its schedule in etcd; a replica that adds the same name
+ * with another schedule is refused (-TW_CLUSTER_ECONFLICT), never merged.
+ *
+ * Groups and owners. Jobs are hashed by name into cfg.groups groups. Each group has at most
+ * one owner, recorded under the owner's lease by a create-if-absent transaction. Replicas
+ * spread the groups among the live members: the members sorted by name, the first
+ * (groups mod members) take one group more than the others, so once membership settles no
+ * replica owns more than one group above another. A replica that owns more than its share
+ * hands the extra groups back only after the fire times it claimed in them have run, so a
+ * rebalance loses no fire time. The fencing token of an owner is the etcd revision at which
+ * it took the group: it only grows, across owners and groups.
+ *
+ * Claims. Only the owner of a job's group runs the job, and only for a fire time it claimed:
+ * an etcd transaction that creates the key (job, fire time) if it is absent, and succeeds only
+ * while the claimer still owns the group with the same token. The owner claims the fire times
+ * due within cfg.claim_ahead_ms ahead of time (a few jobs' fire times per transaction), so
+ * that a run starts at the engine's precision rather than after a round trip to etcd; a fire
+ * time not claimed by its due is claimed then, in the run's own thread. A replica whose claim
+ * fails (another owner, etcd unreachable) does not run that fire time. No fire time is run
+ * twice, across replicas, takeovers and restarts, as long as etcd keeps its data.
+ *
+ * Self-fencing. A replica counts its lease as valid until the time it sent the last
+ * successful renewal plus the TTL, on its own CLOCK_MONOTONIC, which is never later than etcd
+ * lets the lease live. From cfg.fence_margin_ms before that time on, it runs nothing of the
+ * cluster's and claims nothing (tw_cluster_counters.self_fences counts each time), until a
+ * renewal succeeds again; if the lease expired meanwhile, it takes a new one and its groups
+ * are gone. A run already started when the replica fences goes on: what it writes should
+ * carry the run's fencing token (tw_cluster_fire.token) to a resource that rejects a token
+ * lower than the highest it has seen (examples/cluster_job.c shows one).
+ *
+ * Takeovers and missed fire times. When a group's owner is gone, another replica takes the
+ * group. For each job, it reads the last fire time claimed (recorded in etcd with every
+ * claim); the fire times after it that have passed were missed. With TW_MISFIRE_RUN_ONCE
+ * (the default) the job runs once at takeover for the latest of them, and the others count as
+ * missed; with TW_MISFIRE_SKIP every one of them counts as missed and the job waits for its
+ * next fire time. The run's tw_cluster_fire.missed says how many were missed. Fire times the
+ * dead owner had claimed ahead but not reached are lost with it (at most claim_ahead_ms of
+ * them) and counted as missed by the taker too.
+ *
+ * Time. Fire times are judged on each replica's wall clock (CLOCK_REALTIME) and each run is
+ * armed on the engine's monotonic grid, so a run never starts before its fire time on the
+ * replica that runs it; keep the replicas' clocks in sync (NTP), as a difference between two
+ * clocks moves the instant at which a takeover's first run happens, never the fire times
+ * themselves. A fire time in a repeated or skipped local hour (DST) is one UTC instant, so it
+ * is claimed, and run, once.
+ *
+ * etcd trouble. Every request has a timeout (cfg.request_timeout_ms) and goes to the next
+ * endpoint when one cannot be reached. While etcd cannot be reached, cluster jobs pause (no
+ * fire time is run without a claim), the engine's other tasks are untouched, and the replica
+ * retries with a backoff, logging each change of state once.
+ */
+#ifndef TICKWHEEL_CLUSTER_H
+#define TICKWHEEL_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tickwheel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TW_CLUSTER_VERSION_MAJOR  0
+#define TW_CLUSTER_VERSION_MINOR  1
+#define TW_CLUSTER_VERSION_PATCH  0
+#define TW_CLUSTER_VERSION_STRING "0.1.0"
+
+typedef struct tw_cluster tw_cluster;
+
+/* Codes of the cluster library, beside the core's TW_E* codes (negated like them). */
+enum {
+	TW_CLUSTER_EUNAVAILABLE = 64, /* no etcd endpoint answered (connect, timeout) */
+	TW_CLUSTER_ECONFLICT,         /* the cluster recorded another definition (schedule,
+				       * groups) under that name */
+	TW_CLUSTER_EETCD,             /* etcd answered with an error, or an answer that is not
+				       * etcd's (the log says which) */
+};
+
+/* The longest member name, in bytes without its NUL. */
+#define TW_CLUSTER_MEMBER_MAX 63
+/* The longest job name, in bytes without its NUL: its local task is named "cluster:" + name. */
+#define TW_CLUSTER_JOB_NAME_MAX (TW_NAME_MAX - 8)
+/* The most etcd endpoints a replica is given. */
+#define TW_CLUSTER_ENDPOINTS_MAX 16
+
+typedef struct {
+	/* The local engine the cluster's jobs run in: created by the caller, not stopped or
+	 * destroyed before tw_cluster_leave returns. Required. */
+	tw_engine *engine;
+	/* etcd client URLs ("http://127.0.0.1:2379"), NULL-terminated, 1 to
+	 * TW_CLUSTER_ENDPOINTS_MAX of them; any member may be down. Copied. Required. */
+	const char *const *endpoints;
+	/* Every key of the program's cluster starts with it; replicas of one program share it,
+	 * different programs on one etcd do not. 1 to 128 printable bytes; default
+	 * "/tickwheel/". Copied. */
+	const char *prefix;
+	/* This replica's name: unique among the live members, 1 to TW_CLUSTER_MEMBER_MAX bytes
+	 * of [A-Za-z0-9._:-]. Copied. Required. */
+	const char *member;
+	/* The lease's TTL in seconds: a dead replica's groups are taken over this long after
+	 * its last renewal. 2 (etcd's usual minimum) to 3600; default 10 (also for 0). */
+	unsigned lease_ttl_s;
+	/* Groups the jobs are hashed into: the same on every replica (recorded in etcd at the
+	 * first join; another number: -TW_CLUSTER_ECONFLICT). 1 to 4096; default 64. */
+	unsigned groups;
+	/* Each etcd request's limit, connect included; default 2000 (also for 0). */
+	unsigned request_timeout_ms;
+	/* How far ahead of their dues the owner claims fire times; 0: the default, 1000. At
+	 * most the TTL minus the fence margin; below the owner's round trip to etcd, every run
+	 * waits for its claim. */
+	unsigned claim_ahead_ms;
+	/* Self-fencing starts this long before the lease could expire; default 500 (also for
+	 * 0), at most half the TTL. */
+	unsigned fence_margin_ms;
+	/* Receives the cluster's log lines (state changes, each once), on the cluster's threads;
+	 * NULL: none. The library never prints. */
+	void (*log)(int level, const char *message, void *log_arg);
+	void *log_arg;
+} tw_cluster_config;
+
+/* A cluster run's context, handed to its callback. Grows at its end only. */
+typedef struct {
+	const char *job;           /* the job's name */
+	int64_t fire_time_ms;      /* the fire time this run stands for: UTC ms since the epoch */
+	uint64_t token;            /* the fencing token: the owner's revision; only grows */
+	uint64_t missed;           /* fire times missed before this run (takeover, self-fence) */
+	unsigned group;            /* the job's group */
+	uint64_t due_ns;           /* the local run's due on CLOCK_MONOTONIC (its tw_fire.due_ns) */
+	int64_t start_lateness_ns; /* start minus due on this replica's clocks */
+} tw_cluster_fire;
+
+/* Runs on an executor of the local engine, on the owner only. Nonzero counts as a failure in
+ * the local task's failures; the fire time stays claimed (it is not run again). */
+typedef int (*tw_cluster_callback)(const tw_cluster_fire *fire, void *arg);
+
+typedef struct {
+	/* Required, unique in the cluster: 1 to TW_CLUSTER_JOB_NAME_MAX bytes of
+	 * [A-Za-z0-9._:-]. */
+	const char *name;
+	/* Exactly one of period_ms (>= 1, <= 2^40) and cron (an expression tw_cron_parse takes,
+	 * not "@every": use period_ms). */
+	uint64_t period_ms;
+	/* A periodic job's fire times are k * period_ms + phase_ms since the epoch, UTC;
+	 * phase_ms < period_ms. */
+	uint64_t phase_ms;
+	const char *cron;
+	tw_cluster_callback callback; /* required */
+	void *arg;
+	void (*release)(void *arg); /* optional: called once, when the job is cancelled or the
+				     * replica leaves, after its last run returned */
+	unsigned misfire;           /* TW_MISFIRE_RUN_ONCE or TW_MISFIRE_SKIP, at takeover */
+} tw_cluster_job_spec;
+
+typedef struct {
+	uint64_t members;        /* live members this replica saw last */
+	uint64_t groups_owned;   /* groups this replica owns now */
+	uint64_t jobs;           /* jobs added on this replica */
+	uint64_t runs;           /* cluster runs started here */
+	uint64_t claims;         /* fire times this replica claimed */
+	uint64_t claims_ahead;   /* of them, claimed before their due */
+	uint64_t claims_lost;    /* claims refused: another owner or claim, or not owner */
+	uint64_t claim_requests; /* claim transactions sent (several fire times each) */
+	uint64_t not_owner;      /* fire times that came due here while another replica owned
+				    * the group (each replica counts its own) */
+	uint64_t missed;         /* fire times missed at takeovers and self-fences */
+	uint64_t takeovers;      /* groups taken from an owner that was gone */
+	uint64_t acquisitions;   /* groups taken, takeovers included */
+	uint64_t releases;       /* groups handed back (rebalance, leave) */
+	uint64_t self_fences;    /* times the lease could not be confirmed in time */
+	uint64_t lease_renewals;
+	uint64_t leases_lost; /* leases found expired: groups lost, a new lease taken */
+	uint64_t etcd_requests;
+	/* etcd errors by kind: connect, timeout, http, grpc, parse, compacted, lease. */
+	uint64_t etcd_errors[7];
+	/* Claim latency: request sent to answer, in buckets of 2^i us (the last: the rest). */
+	uint64_t claim_latency_us[20];
+	uint64_t claim_latency_sum_ns;
+	bool fenced;    /* fenced now */
+	bool connected; /* the last request to etcd was answered */
+} tw_cluster_counters;
+
+TW_API void tw_cluster_config_init_sized(tw_cluster_config *cfg, size_t size);
+TW_API int tw_cluster_join_sized(const tw_cluster_config *cfg, size_t size, tw_cluster **out);
+TW_API int tw_cluster_add_sized(tw_cluster *c, const tw_cluster_job_spec *spec, size_t size);
+TW_API int tw_cluster_stats_sized(tw_cluster *c, tw_cluster_counters *out, size_t size);
+
+/**
+ * tw_cluster_config_init() - sets every field of @cfg to its default (NULL pointers, zeros:
+ * the defaults documented beside each field). NULL: nothing. Any thread; O(1).
+ */
+static inline void tw_cluster_config_init(tw_cluster_config *cfg)
+{
+	tw_cluster_config_init_sized(cfg, sizeof *cfg);
+}
+
+/**
+ * tw_cluster_join() - joins the cluster: takes a lease, records the member, starts the
+ * cluster's two threads (the lease's renewals; membership, groups and claims).
+ * @cfg: the configuration; copied, not kept.
+ * @out: receives the replica's handle; NULL on failure.
+ *
+ * A member of the same name that is still recorded (a previous run of this replica that died
+ * less than a TTL ago) is waited for, up to the TTL and a second; a live one makes the join
+ * fail with -TW_EEXIST.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL @cfg or @out, no engine, no endpoints or more than
+ * TW_CLUSTER_ENDPOINTS_MAX, a name, prefix or number outside its limits;
+ * -TW_CLUSTER_EUNAVAILABLE when no endpoint answers within the request timeout;
+ * -TW_CLUSTER_ECONFLICT when the cluster has another number of groups; -TW_EEXIST (above);
+ * -TW_CLUSTER_EETCD when etcd refuses a request; -TW_ENOMEM; -TW_ERESOURCE when a thread
+ * cannot be started. Any thread but a callback of @cfg->engine. Blocks for a few round trips
+ * to etcd (each bounded by the request timeout), longer while an old member of the name is
+ * waited for.
+ */
+static inline int tw_cluster_join(const tw_cluster_config *cfg, tw_cluster **out)
+{
+	return tw_cluster_join_sized(cfg, sizeof *cfg, out);
+}
+
+/**
+ * tw_cluster_add() - defines a cluster job on this replica.
+ * @spec: the job; copied, except arg.
+ *
+ * Records the job's schedule in etcd if no replica did before, else checks that it is the
+ * same. The job runs here only while this replica owns its group (see above). Its local task
+ * in the engine is named "cluster:" + name (tw_get, tw_list show it).
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL arguments, a bad name, no callback, neither or both of
+ * period_ms and cron, a phase not below the period, a misfire that is no TW_MISFIRE_* value;
+ * -TW_ERANGE for a period above 2^40; -TW_ESYNTAX, -TW_ENOZONE, -TW_ENOMATCH for a cron
+ * expression tw_cron_parse or tw_cron_next refuses; -TW_EEXIST when this replica added the
+ * name already (or the engine has a task "cluster:" + name); -TW_CLUSTER_ECONFLICT when the
+ * cluster recorded another schedule or misfire policy for the name;
+ * -TW_CLUSTER_EUNAVAILABLE, -TW_CLUSTER_EETCD; -TW_ENOMEM; -TW_ESHUTDOWN after
+ * tw_cluster_leave began. On failure release is not called. Any thread, a callback too.
+ * Blocks for one or two round trips to etcd.
+ */
+static inline int tw_cluster_add(tw_cluster *c, const tw_cluster_job_spec *spec)
+{
+	return tw_cluster_add_sized(c, spec, sizeof *spec);
+}
+
+/**
+ * tw_cluster_cancel() - removes a job from this replica: no run of it starts here once this
+ * returns, and its release is called once its run going here (if any) returned. The job's
+ * record in etcd stays: the other replicas go on running it while they own its group. A
+ * cancelled name may be added again.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL; -TW_ENOTFOUND for a name this replica has not added.
+ * Any thread, a callback too (its own job's: the release then follows the callback's
+ * return). Does not block on etcd.
+ */
+TW_API int tw_cluster_cancel(tw_cluster *c, const char *name);
+
+/**
+ * tw_cluster_leave() - leaves the cluster and frees @c.
+ *
+ * Stops the cluster's threads, cancels this replica's jobs (their runs going on finish first:
+ * it waits for them), and revokes the lease, so another replica takes the groups at once
+ * instead of a TTL later. Fire times this replica had claimed ahead and not run are lost (the
+ * taker counts them missed). Leaves the engine running with its other tasks. NULL: nothing.
+ * Any thread but a callback of the engine. Blocks for the runs going on and one round trip to
+ * etcd (bounded by the request timeout; when etcd cannot be reached the lease simply expires).
+ */
+TW_API void tw_cluster_leave(tw_cluster *c);
+
+/**
+ * tw_cluster_stats() - this replica's counters (see tw_cluster_counters).
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL. Any thread; never blocks on etcd; O(groups).
+ */
+static inline int tw_cluster_stats(tw_cluster *c, tw_cluster_counters *out)
+{
+	return tw_cluster_stats_sized(c, out, sizeof *out);
+}
+
+/*
+ * What etcd holds of a cluster, read by anyone (an operator's tool, a status page), with no
+ * lease and no engine: tw_cluster_view_read. Read as of one etcd revision.
+ */
+typedef struct {
+	const char *owner; /* the owning member's name; NULL: free */
+	uint64_t token;    /* the owner's fencing token; 0 when free */
+} tw_cluster_group_view;
+
+typedef struct {
+	const char *name;
+	const char *schedule; /* as recorded: "period_ms=... phase_ms=... misfire=..." or
+				* "misfire=... cron=..." */
+	unsigned group;
+	int64_t last_fire_ms; /* the last fire time claimed, UTC ms; INT64_MIN: none yet */
+} tw_cluster_job_view;
+
+typedef struct {
+	int64_t revision; /* etcd's revision the view was read at */
+	unsigned groups;  /* 0 when no replica ever joined under the prefix */
+	size_t nmembers;
+	const char *const *members;   /* sorted by name */
+	tw_cluster_group_view *group; /* groups entries */
+	size_t njobs;
+	tw_cluster_job_view *jobs; /* sorted by name */
+} tw_cluster_view;
+
+/**
+ * tw_cluster_view_read() - reads the cluster under @prefix (NULL: "/tickwheel/") from etcd.
+ * @endpoints: NULL-terminated URLs, as tw_cluster_config.endpoints.
+ * @timeout_ms: the request's limit; 0: 2000.
+ * @out: receives the view; free it with tw_cluster_view_free.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL @endpoints or @out, or a bad prefix;
+ * -TW_CLUSTER_EUNAVAILABLE, -TW_CLUSTER_EETCD; -TW_ENOMEM. Any thread. Blocks for one round
+ * trip (one transaction of five ranges); O(members + groups + jobs).
+ */
+TW_API int tw_cluster_view_read(const char *const *endpoints, const char *prefix,
+				unsigned timeout_ms, tw_cluster_view **out);
+
+/** tw_cluster_view_free() - frees a view. NULL: nothing. */
+TW_API void tw_cluster_view_free(tw_cluster_view *view);
+
+/**
+ * tw_cluster_group_of() - the group a job's name hashes into, among @groups (FNV-1a of the
+ * name, modulo @groups): the same on every replica and in tw-cluster. Any thread; O(length).
+ */
+TW_API unsigned tw_cluster_group_of(const char *name, unsigned groups);
+
+/**
+ * tw_cluster_strerror() - the text of a code, the core's or the cluster's, either sign. A
+ * static string; never NULL. Any thread; O(1).
+ */
+TW_API const char *tw_cluster_strerror(int code);
+
+/**
+ * tw_cluster_version() - the cluster library's version, "MAJOR.MINOR.PATCH". Any thread.
+ */
+TW_API const char *tw_cluster_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
