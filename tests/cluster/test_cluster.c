@@ -1,0 +1,429 @@
+/*
+ * tests/cluster/test_cluster.c - libtickwheel-cluster against a real etcd (tests/cluster/
+ * etcd_harness.h), through api/tickwheel_cluster.h only: joining, conflicts, each fire time
+ * run once by one replica, hand-over on leave, takeover after a replica is killed.
+ *
+ * Replicas of one test share a process (two engines, two members) except where a replica must
+ * die: that one is a forked child that writes its runs to a file.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "etcd_harness.h"
+#include "tickwheel_cluster.h"
+
+static etcd_harness *etcd;
+
+static void start_etcd(void)
+{
+	etcd = etcd_harness_start(3);
+	cr_assert_not_null(etcd, "etcd did not start");
+}
+
+static void stop_etcd(void)
+{
+	etcd_harness_stop(etcd);
+	etcd = NULL;
+}
+
+TestSuite(cluster, .init = start_etcd, .fini = stop_etcd, .timeout = 60);
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static tw_engine *new_engine(void)
+{
+	tw_config cfg;
+	tw_config_init(&cfg);
+	cfg.executors = 2;
+	tw_engine *e;
+	cr_assert_eq(tw_engine_create(&cfg, &e), TW_OK);
+	return e;
+}
+
+static int join(tw_engine *e, const char *member, const char *prefix, unsigned groups,
+		tw_cluster **out)
+{
+	tw_cluster_config cfg;
+	tw_cluster_config_init(&cfg);
+	cfg.engine = e;
+	cfg.endpoints = etcd_harness_endpoints(etcd);
+	cfg.member = member;
+	cfg.prefix = prefix;
+	cfg.groups = groups;
+	cfg.lease_ttl_s = 2;
+	cfg.claim_ahead_ms = 500;
+	cfg.request_timeout_ms = 1000;
+	return tw_cluster_join(&cfg, out);
+}
+
+/* Every run of the test's replicas in one process. */
+struct run {
+	char job[32];
+	int64_t fire_ms;
+	uint64_t token;
+	int replica;
+};
+static struct {
+	pthread_mutex_t lock;
+	struct run runs[20000];
+	size_t n;
+} record = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int note_run(const tw_cluster_fire *f, void *arg)
+{
+	pthread_mutex_lock(&record.lock);
+	if (record.n < sizeof record.runs / sizeof record.runs[0]) {
+		struct run *r = &record.runs[record.n++];
+		snprintf(r->job, sizeof r->job, "%s", f->job);
+		r->fire_ms = f->fire_time_ms;
+		r->token = f->token;
+		r->replica = (int)(intptr_t)arg;
+	}
+	pthread_mutex_unlock(&record.lock);
+	/* Never early, on this replica's wall clock. */
+	cr_expect_geq(wall_ms(), f->fire_time_ms, "%s ran before its fire time", f->job);
+	return 0;
+}
+
+static int add_job(tw_cluster *c, const char *name, uint64_t period_ms, int replica)
+{
+	tw_cluster_job_spec s = { .name = name,
+				  .period_ms = period_ms,
+				  .callback = note_run,
+				  .arg = (void *)(intptr_t)replica };
+	return tw_cluster_add(c, &s);
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+	const struct run *x = a, *y = b;
+	int k = strcmp(x->job, y->job);
+	if (k)
+		return k;
+	return x->fire_ms < y->fire_ms ? -1 : x->fire_ms > y->fire_ms;
+}
+
+/* No (job, fire time) twice; returns the runs sorted. */
+static void assert_each_fire_time_once(struct run *runs, size_t n)
+{
+	qsort(runs, n, sizeof *runs, cmp_run);
+	for (size_t i = 1; i < n; i++)
+		cr_assert(strcmp(runs[i].job, runs[i - 1].job) != 0 ||
+				  runs[i].fire_ms != runs[i - 1].fire_ms,
+			  "%s at %" PRId64 " ran twice (replicas %d and %d)", runs[i].job,
+			  runs[i].fire_ms, runs[i - 1].replica, runs[i].replica);
+}
+
+/* Fire times of job missing between from_ms and to_ms (period_ms apart). */
+static unsigned gaps(const struct run *runs, size_t n, const char *job, uint64_t period_ms,
+		     int64_t from_ms, int64_t to_ms)
+{
+	unsigned missing = 0;
+	int64_t p = (int64_t)period_ms;
+	for (int64_t t = (from_ms / p + 1) * p; t <= to_ms; t += p) {
+		bool seen = false;
+		for (size_t i = 0; i < n && !seen; i++)
+			seen = runs[i].fire_ms == t && strcmp(runs[i].job, job) == 0;
+		missing += !seen;
+	}
+	return missing;
+}
+
+Test(cluster, join_records_the_member_and_leave_lets_it_go)
+{
+	tw_engine *e = new_engine();
+	tw_cluster *a, *again;
+	cr_assert_eq(join(e, "a", "/t1/", 4, &a), TW_OK);
+	tw_cluster_counters s;
+	sleep_ms(400);
+	cr_assert_eq(tw_cluster_stats(a, &s), TW_OK);
+	cr_expect_eq(s.members, 1);
+	cr_expect_eq(s.groups_owned, 4, "a lone member owns every group: %" PRIu64, s.groups_owned);
+	tw_cluster_leave(a);
+	/* The lease was revoked: the name is free at once, not a TTL later. */
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(join(e, "a", "/t1/", 4, &again), TW_OK);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_expect_lt((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000, 1000);
+	tw_cluster_leave(again);
+	tw_engine_destroy(e);
+}
+
+Test(cluster, a_live_member_name_is_refused)
+{
+	tw_engine *e = new_engine();
+	tw_cluster *a, *b = NULL;
+	cr_assert_eq(join(e, "same", "/t2/", 4, &a), TW_OK);
+	cr_expect_eq(join(e, "same", "/t2/", 4, &b), -TW_EEXIST);
+	cr_expect_null(b);
+	tw_cluster_leave(a);
+	tw_engine_destroy(e);
+}
+
+Test(cluster, another_number_of_groups_is_a_conflict)
+{
+	tw_engine *e = new_engine();
+	tw_cluster *a, *b = NULL;
+	cr_assert_eq(join(e, "a", "/t3/", 8, &a), TW_OK);
+	cr_expect_eq(join(e, "b", "/t3/", 16, &b), -TW_CLUSTER_ECONFLICT);
+	tw_cluster_leave(a);
+	tw_engine_destroy(e);
+}
+
+Test(cluster, another_schedule_under_a_name_is_a_conflict)
+{
+	tw_engine *e1 = new_engine(), *e2 = new_engine();
+	tw_cluster *a, *b;
+	cr_assert_eq(join(e1, "a", "/t4/", 4, &a), TW_OK);
+	cr_assert_eq(join(e2, "b", "/t4/", 4, &b), TW_OK);
+	cr_expect_eq(add_job(a, "poll", 100, 0), TW_OK);
+	cr_expect_eq(add_job(b, "poll", 200, 1), -TW_CLUSTER_ECONFLICT);
+	cr_expect_eq(add_job(b, "poll", 100, 1), TW_OK);
+	cr_expect_eq(add_job(b, "poll", 100, 1), -TW_EEXIST);
+	tw_cluster_job_spec cron = { .name = "nightly",
+				     .cron = "0 0 3 * * *",
+				     .callback = note_run };
+	cr_expect_eq(tw_cluster_add(a, &cron), TW_OK);
+	cron.cron = "0 0 4 * * *";
+	cr_expect_eq(tw_cluster_add(b, &cron), -TW_CLUSTER_ECONFLICT);
+	tw_cluster_leave(a);
+	tw_cluster_leave(b);
+	tw_engine_destroy(e1);
+	tw_engine_destroy(e2);
+}
+
+Test(cluster, bad_arguments_are_refused)
+{
+	tw_engine *e = new_engine();
+	tw_cluster *a;
+	cr_assert_eq(join(e, "a", "/t5/", 4, &a), TW_OK);
+	tw_cluster_job_spec s = { .name = "x", .period_ms = 100, .callback = note_run };
+	s.name = "has space";
+	cr_expect_eq(tw_cluster_add(a, &s), -TW_EINVAL);
+	s.name = "x";
+	s.cron = "* * * * * *";
+	cr_expect_eq(tw_cluster_add(a, &s), -TW_EINVAL, "both a period and a cron");
+	s.period_ms = 0;
+	s.cron = "@every 1s";
+	cr_expect_eq(tw_cluster_add(a, &s), -TW_EINVAL);
+	s.cron = "not cron";
+	cr_expect_eq(tw_cluster_add(a, &s), -TW_ESYNTAX);
+	s.cron = NULL;
+	s.period_ms = 100;
+	s.phase_ms = 100;
+	cr_expect_eq(tw_cluster_add(a, &s), -TW_EINVAL);
+	cr_expect_eq(tw_cluster_cancel(a, "nothing"), -TW_ENOTFOUND);
+	tw_cluster_leave(a);
+	tw_engine_destroy(e);
+}
+
+Test(cluster, unreachable_etcd_answers_unavailable)
+{
+	tw_engine *e = new_engine();
+	/* A port nobody listens on: bound by nobody once its socket is closed. */
+	const char *const nowhere[] = { "http://127.0.0.1:1", NULL };
+	tw_cluster_config cfg;
+	tw_cluster_config_init(&cfg);
+	cfg.engine = e;
+	cfg.endpoints = nowhere;
+	cfg.member = "a";
+	cfg.request_timeout_ms = 500;
+	tw_cluster *c = NULL;
+	cr_expect_eq(tw_cluster_join(&cfg, &c), -TW_CLUSTER_EUNAVAILABLE);
+	cr_expect_null(c);
+	tw_engine_destroy(e);
+}
+
+Test(cluster, two_replicas_run_each_fire_time_once_and_share_the_groups)
+{
+	record.n = 0;
+	tw_engine *e1 = new_engine(), *e2 = new_engine();
+	tw_cluster *a, *b;
+	cr_assert_eq(join(e1, "a", "/t6/", 4, &a), TW_OK);
+	cr_assert_eq(join(e2, "b", "/t6/", 4, &b), TW_OK);
+	const char *jobs[] = { "j0", "j1", "j2", "j3", "j4", "j5" };
+	for (int i = 0; i < 6; i++) {
+		cr_assert_eq(add_job(a, jobs[i], 100, 0), TW_OK);
+		cr_assert_eq(add_job(b, jobs[i], 100, 1), TW_OK);
+	}
+	sleep_ms(1000);
+	int64_t settled = wall_ms();
+	sleep_ms(2000);
+	int64_t end = wall_ms() - 300;
+	tw_cluster_counters sa, sb;
+	tw_cluster_stats(a, &sa);
+	tw_cluster_stats(b, &sb);
+	cr_expect_eq(sa.groups_owned, 2, "a owns %" PRIu64, sa.groups_owned);
+	cr_expect_eq(sb.groups_owned, 2, "b owns %" PRIu64, sb.groups_owned);
+	cr_expect_gt(sa.claims_ahead + sb.claims_ahead, 0);
+	tw_cluster_leave(a);
+	tw_cluster_leave(b);
+	pthread_mutex_lock(&record.lock);
+	assert_each_fire_time_once(record.runs, record.n);
+	for (int i = 0; i < 6; i++)
+		cr_expect_eq(gaps(record.runs, record.n, jobs[i], 100, settled, end), 0,
+			     "%s missed fire times once the groups settled", jobs[i]);
+	pthread_mutex_unlock(&record.lock);
+	tw_engine_destroy(e1);
+	tw_engine_destroy(e2);
+}
+
+Test(cluster, a_leaving_replica_hands_its_groups_over)
+{
+	record.n = 0;
+	tw_engine *e1 = new_engine(), *e2 = new_engine();
+	tw_cluster *a, *b;
+	cr_assert_eq(join(e1, "a", "/t7/", 4, &a), TW_OK);
+	cr_assert_eq(join(e2, "b", "/t7/", 4, &b), TW_OK);
+	const char *jobs[] = { "j0", "j1", "j2", "j3", "j4", "j5" };
+	for (int i = 0; i < 6; i++) {
+		cr_assert_eq(add_job(a, jobs[i], 100, 0), TW_OK);
+		cr_assert_eq(add_job(b, jobs[i], 100, 1), TW_OK);
+	}
+	sleep_ms(1500);
+	tw_cluster_leave(a);
+	int64_t left = wall_ms();
+	sleep_ms(1500);
+	tw_cluster_counters sb;
+	tw_cluster_stats(b, &sb);
+	cr_expect_eq(sb.groups_owned, 4);
+	cr_expect_eq(sb.takeovers, 0, "a hand-over is no takeover");
+	int64_t end = wall_ms() - 300;
+	tw_cluster_leave(b);
+	pthread_mutex_lock(&record.lock);
+	assert_each_fire_time_once(record.runs, record.n);
+	/* The taker runs each job again within a round or two of the leave. */
+	for (int i = 0; i < 6; i++)
+		cr_expect_eq(gaps(record.runs, record.n, jobs[i], 100, left + 500, end), 0);
+	pthread_mutex_unlock(&record.lock);
+	tw_engine_destroy(e1);
+	tw_engine_destroy(e2);
+}
+
+static int child_note(const tw_cluster_fire *f, void *arg)
+{
+	char line[96];
+	int n = snprintf(line, sizeof line, "%s %" PRId64 " %" PRIu64 "\n", f->job, f->fire_time_ms,
+			 f->token);
+	if (write((int)(intptr_t)arg, line, (size_t)n) != n)
+		_exit(5);
+	return 0;
+}
+
+/* A replica in a child process: joins as "child", defines the jobs, appends each run as
+ * "job fire token\n" to fd, and lives until killed. */
+static void child_replica(int fd, const char *prefix, const char *const *jobs, int njobs)
+{
+	tw_engine *e = new_engine();
+	tw_cluster *c;
+	if (join(e, "child", prefix, 4, &c) != TW_OK)
+		_exit(3);
+	for (int i = 0; i < njobs; i++) {
+		tw_cluster_job_spec s = { .name = jobs[i],
+					  .period_ms = 100,
+					  .callback = child_note,
+					  .arg = (void *)(intptr_t)fd };
+		if (tw_cluster_add(c, &s) != TW_OK)
+			_exit(4);
+	}
+	for (;;)
+		pause();
+}
+
+static size_t read_child_runs(const char *path, struct run *out, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	size_t n = 0;
+	while (n < cap && fscanf(f, "%31s %" SCNd64 " %" SCNu64, out[n].job, &out[n].fire_ms,
+				 &out[n].token) == 3)
+		out[n++].replica = 9;
+	fclose(f);
+	return n;
+}
+
+Test(cluster, a_killed_owner_is_taken_over_within_its_ttl)
+{
+	record.n = 0;
+	const char *jobs[] = { "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7" };
+	char path[] = "/tmp/tw-cluster-runs-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		child_replica(fd, "/t8/", jobs, 8);
+	/* The child takes every group first; then the parent joins and gets its share. */
+	sleep_ms(1000);
+	tw_engine *e = new_engine();
+	tw_cluster *b;
+	cr_assert_eq(join(e, "parent", "/t8/", 4, &b), TW_OK);
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(add_job(b, jobs[i], 100, 1), TW_OK);
+	sleep_ms(1500);
+	tw_cluster_counters before;
+	tw_cluster_stats(b, &before);
+	cr_expect_eq(before.groups_owned, 2);
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	int64_t killed = wall_ms();
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	/* TTL 2 s, etcd's expiry scan, a worker round: the groups are back within TTL + 1 s. */
+	int64_t owned_all = 0;
+	while (wall_ms() - killed < 5000) {
+		tw_cluster_counters s;
+		tw_cluster_stats(b, &s);
+		if (s.groups_owned == 4) {
+			owned_all = wall_ms();
+			break;
+		}
+		sleep_ms(20);
+	}
+	cr_assert_neq(owned_all, 0, "the groups were not taken over within 5 s");
+	cr_expect_leq(owned_all - killed, 3000, "takeover took %" PRId64 " ms", owned_all - killed);
+	sleep_ms(800);
+	tw_cluster_counters after;
+	tw_cluster_stats(b, &after);
+	cr_expect_geq(after.takeovers, 2);
+	cr_expect_gt(after.missed, 0, "fire times passed during the takeover count as missed");
+	tw_cluster_leave(b);
+	tw_engine_destroy(e);
+	close(fd);
+	pthread_mutex_lock(&record.lock);
+	record.n += read_child_runs(path, record.runs + record.n,
+				    sizeof record.runs / sizeof record.runs[0] - record.n);
+	unlink(path);
+	/* Tokens only grow: every run after the takeover carries a token above the child's. */
+	uint64_t child_max = 0;
+	for (size_t i = 0; i < record.n; i++)
+		if (record.runs[i].replica == 9 && record.runs[i].token > child_max)
+			child_max = record.runs[i].token;
+	for (size_t i = 0; i < record.n; i++)
+		if (record.runs[i].replica == 1 && record.runs[i].fire_ms > owned_all)
+			cr_expect_gt(record.runs[i].token, child_max);
+	assert_each_fire_time_once(record.runs, record.n);
+	pthread_mutex_unlock(&record.lock);
+}
