@@ -298,6 +298,34 @@ static inline int tw_cluster_stats(tw_cluster *c, tw_cluster_counters *out)
 	return tw_cluster_stats_sized(c, out, sizeof *out);
 }
 
+TW_API int tw_cluster_metrics_write_sized(tw_cluster *c, const tw_metrics_options *opt, size_t size,
+					  tw_metrics_writer write, void *ctx);
+
+/**
+ * tw_cluster_metrics_write() - this replica's counters in Prometheus's text format 0.0.4,
+ * through @write, as tw_metrics_write writes the engine's (the same options and writer
+ * rules; per_task is ignored). Serve both texts at one /metrics. Names are the prefix (NULL:
+ * "tickwheel_cluster_") and:
+ *
+ *   members, groups_owned, jobs, fenced, connected                 gauges
+ *   runs_total, claims_total, claims_ahead_total, claims_lost_total counters
+ *   not_owner_total, missed_total, takeovers_total                  counters
+ *   acquisitions_total, releases_total, self_fences_total           counters
+ *   leases_lost_total, etcd_requests_total                          counters
+ *   etcd_errors_total{kind="connect|timeout|http|grpc|parse|compacted|lease"}
+ *   claim_latency_seconds                                           histogram, 1 us to
+ *                                                                   2^18 us doubling
+ *
+ * "kind" and "le" are not label names of the caller's.
+ * Return: TW_OK; -TW_EINVAL for NULL @c or @write, a bad prefix or label; -TW_EWRITE when
+ * @write returned nonzero; -TW_ENOMEM. Any thread; never blocks on etcd; O(1).
+ */
+static inline int tw_cluster_metrics_write(tw_cluster *c, const tw_metrics_options *opt,
+					   tw_metrics_writer write, void *ctx)
+{
+	return tw_cluster_metrics_write_sized(c, opt, sizeof *opt, write, ctx);
+}
+
 /*
  * What etcd holds of a cluster, read by anyone (an operator's tool, a status page), with no
  * lease and no engine: tw_cluster_view_read. Read as of one etcd revision.

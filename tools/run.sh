@@ -20,7 +20,8 @@
 #                            operation against perf/baseline.json, from build-gate/ (release)
 #   tools/run.sh perf-gate update   the same build, then rewrites perf/baseline.json
 #   tools/run.sh all-tests   test, lint, test-asan, test-tsan, test-clang, then perf-gate
-#   tools/run.sh abi-update  rewrites api/libtickwheel.abi from build/ (after a deliberate ABI
+#   tools/run.sh abi-update  rewrites api/libtickwheel.abi and api/libtickwheel-cluster.abi
+#                            from build/ (after a deliberate ABI
 #                            change: a new minor for additions, a new major for breaks)
 #
 # Meant for a fresh Debian 12 machine as root. Every test run ends with a line
@@ -345,6 +346,10 @@ abi-update)
 	abidw --headers-dir api --drop-private-types --no-show-locs --no-corpus-path \
 		--no-comp-dir-path --out-file api/libtickwheel.abi build/core/libtickwheel.so
 	log "api/libtickwheel.abi rewritten from build/core/libtickwheel.so"
+	abidw --headers-dir api --drop-private-types --no-show-locs --no-corpus-path \
+		--no-comp-dir-path --out-file api/libtickwheel-cluster.abi \
+		build/cluster/libtickwheel-cluster.so
+	log "api/libtickwheel-cluster.abi rewritten from build/cluster/libtickwheel-cluster.so"
 	;;
 perf-gate)
 	do_perf_gate "${@:2}"

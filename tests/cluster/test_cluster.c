@@ -427,3 +427,64 @@ Test(cluster, a_killed_owner_is_taken_over_within_its_ttl)
 	assert_each_fire_time_once(record.runs, record.n);
 	pthread_mutex_unlock(&record.lock);
 }
+
+struct buf {
+	char text[65536];
+	size_t len;
+};
+
+static int to_buf(void *ctx, const char *data, size_t len)
+{
+	struct buf *b = ctx;
+	if (b->len + len >= sizeof b->text)
+		return 1;
+	memcpy(b->text + b->len, data, len);
+	b->len += len;
+	b->text[b->len] = '\0';
+	return 0;
+}
+
+static int refuse(void *ctx, const char *data, size_t len)
+{
+	(void)ctx;
+	(void)data;
+	(void)len;
+	return 1;
+}
+
+Test(cluster, metrics_are_prometheus_text_that_promtool_accepts)
+{
+	tw_engine *e = new_engine();
+	tw_cluster *a;
+	cr_assert_eq(join(e, "a", "/t9/", 4, &a), TW_OK);
+	cr_assert_eq(add_job(a, "m0", 100, 0), TW_OK);
+	sleep_ms(700);
+	static struct buf b;
+	b.len = 0;
+	const char *const labels[] = { "replica", "a \"1\"", NULL };
+	tw_metrics_options opt = { .prefix = "gw_", .labels = labels };
+	cr_assert_eq(tw_cluster_metrics_write(a, &opt, to_buf, &b), TW_OK);
+	cr_expect(strstr(b.text, "gw_groups_owned{replica=\"a \\\"1\\\"\"} 4\n"), "%s", b.text);
+	cr_expect(strstr(b.text, "# TYPE gw_claim_latency_seconds histogram\n"));
+	cr_expect(strstr(b.text,
+			 "gw_etcd_errors_total{replica=\"a \\\"1\\\"\",kind=\"timeout\"} 0\n"));
+	cr_expect(strstr(b.text,
+			 "gw_claim_latency_seconds_bucket{replica=\"a \\\"1\\\"\",le=\"+Inf\"}"));
+	tw_cluster_counters s;
+	tw_cluster_stats(a, &s);
+	cr_expect_gt(s.claim_requests, 0);
+	/* Prometheus's own checker, when it is installed (tools/run.sh installs it). */
+	FILE *p = popen("command -v promtool >/dev/null && promtool check metrics", "w");
+	if (p) {
+		fwrite(b.text, 1, b.len, p);
+		int rc = pclose(p);
+		cr_expect(rc == 0 || WEXITSTATUS(rc) == 127, "promtool refused the text:\n%s",
+			  b.text);
+	}
+	const char *const bad[] = { "le", "x", NULL };
+	opt.labels = bad;
+	cr_expect_eq(tw_cluster_metrics_write(a, &opt, to_buf, &b), -TW_EINVAL);
+	cr_expect_eq(tw_cluster_metrics_write(a, NULL, refuse, NULL), -TW_EWRITE);
+	tw_cluster_leave(a);
+	tw_engine_destroy(e);
+}
