@@ -404,6 +404,15 @@ TW_CLUSTER_API void tw_cluster_leave(tw_cluster *c)
 	atomic_store(&c->leaving, true);
 	stop_threads(c);
 	pthread_mutex_lock(&c->lock);
+	size_t njobs = 0;
+	for (struct cl_job *j = c->jobs; j; j = j->next)
+		njobs++;
+	struct cl_job_name *names = calloc(njobs ? njobs : 1, sizeof *names);
+	njobs = 0;
+	for (struct cl_job *j = c->jobs; names && j; j = j->next) {
+		names[njobs].group = j->group;
+		memcpy(names[njobs++].name, j->name, sizeof j->name);
+	}
 	tw_id tasks[256];
 	for (;;) {
 		size_t n = 0;
@@ -428,10 +437,15 @@ TW_CLUSTER_API void tw_cluster_leave(tw_cluster *c)
 			owned[nowned++] = g;
 	int64_t lease = c->lease_id;
 	pthread_mutex_unlock(&c->lock);
-	/* Handed back first, so the takers know no owner died; then the lease, which takes
-	 * the member key with it. When etcd is not reachable, both expire with the lease. */
-	int rc = owned ? tw__cl_hand_back(c, c->worker_client, owned, nowned) : TW_OK;
+	/* No run of ours starts any more: hand the groups back with the claims of fire times
+	 * after now, so the takers run those, and so that they know no owner died; then revoke
+	 * the lease, which takes the member key with it. When etcd is not reachable, all of it
+	 * expires with the lease. */
+	int rc = owned ? tw__cl_hand_back(c, c->worker_client, owned, nowned, names,
+					  names ? njobs : 0) :
+			 TW_OK;
 	free(owned);
+	free(names);
 	if (rc != -TW_CLUSTER_EUNAVAILABLE && lease) {
 		etcd_status st = { 0 };
 		(void)tw__etcd_lease_revoke(c->worker_client, lease, &st);

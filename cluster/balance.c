@@ -122,8 +122,11 @@ static void reconcile(struct tw_cluster *c, const struct view *v)
 		if (gr->token && (!v->owner_is_me[g] || v->owner_token[g] != gr->token)) {
 			*gr = (struct cl_group){ 0 };
 			for (struct cl_job *j = c->jobs; j; j = j->next)
-				if (j->group == g)
+				if (j->group == g) {
+					j->missed += j->nclaimed;
+					c->stats.missed += j->nclaimed;
 					j->nclaimed = 0;
+				}
 			tw__cl_log(c, TW_LOG_WARNING, "cluster %s: lost group %u", c->member, g);
 		} else if (!gr->token && v->owner_is_me[g]) {
 			/* Taken by a request whose answer was lost. */
@@ -185,14 +188,31 @@ static int take(struct tw_cluster *c, unsigned g, int64_t lease)
 	return 1;
 }
 
-int tw__cl_hand_back(struct tw_cluster *c, etcd_client *client, const unsigned *groups, size_t n)
+/* What a leaving replica gives back with each group: the claims of its jobs' fire times after
+ * now (it runs none of them any more), and "last" set to now, so that the taker claims and runs
+ * them rather than count them lost. */
+#define HAND_BACK_JOBS 60
+
+int tw__cl_hand_back(struct tw_cluster *c, etcd_client *client, const unsigned *groups, size_t n,
+		     const struct cl_job_name *jobs, size_t njobs)
 {
 	int64_t lease;
 	pthread_mutex_lock(&c->lock);
 	lease = c->lease_id;
 	pthread_mutex_unlock(&c->lock);
 	int rc = TW_OK;
-	for (size_t i = 0; i < n; i++) {
+	struct job_keys {
+		char from[CL_KEY_MAX], last[CL_KEY_MAX];
+		int from_len, last_len;
+		uint8_t *end;
+		size_t end_len;
+	} *k = njobs ? calloc(HAND_BACK_JOBS, sizeof *k) : NULL;
+	if (njobs && !k)
+		return -TW_ENOMEM;
+	char now_text[24];
+	int64_t now = tw__cl_wall_ms();
+	int now_len = snprintf(now_text, sizeof now_text, "%015" PRId64, now);
+	for (size_t i = 0; i < n && rc != -TW_CLUSTER_EUNAVAILABLE; i++) {
 		unsigned g = groups[i];
 		pthread_mutex_lock(&c->lock);
 		uint64_t token = c->group[g].token;
@@ -208,7 +228,7 @@ int tw__cl_hand_back(struct tw_cluster *c, etcd_client *client, const unsigned *
 				      .key = owner,
 				      .key_len = (size_t)olen,
 				      .number = (int64_t)token };
-		etcd_op ops[2] = {
+		etcd_op ops[2 + 2 * HAND_BACK_JOBS] = {
 			{ .kind = ETCD_OP_DELETE, .key = owner, .key_len = (size_t)olen },
 			{ .kind = ETCD_OP_PUT,
 			  .key = released,
@@ -216,10 +236,35 @@ int tw__cl_hand_back(struct tw_cluster *c, etcd_client *client, const unsigned *
 			  .value = me,
 			  .value_len = (size_t)melen },
 		};
+		size_t nops = 2, nk = 0;
+		for (size_t j = 0; j < njobs && nk < HAND_BACK_JOBS; j++) {
+			if (jobs[j].group != g)
+				continue;
+			struct job_keys *jk = &k[nk++];
+			char prefix[CL_KEY_MAX];
+			int plen = tw__cl_key(c, prefix, "claims/%s/", jobs[j].name);
+			jk->from_len = tw__cl_key(c, jk->from, "claims/%s/%015" PRId64,
+						  jobs[j].name, now + 1);
+			jk->last_len = tw__cl_key(c, jk->last, "last/%s", jobs[j].name);
+			free(jk->end);
+			jk->end = NULL;
+			if (tw__etcd_prefix_end(prefix, (size_t)plen, &jk->end, &jk->end_len) != 0)
+				continue;
+			ops[nops++] = (etcd_op){ .kind = ETCD_OP_DELETE,
+						 .key = jk->from,
+						 .key_len = (size_t)jk->from_len,
+						 .range_end = jk->end,
+						 .range_end_len = jk->end_len };
+			ops[nops++] = (etcd_op){ .kind = ETCD_OP_PUT,
+						 .key = jk->last,
+						 .key_len = (size_t)jk->last_len,
+						 .value = now_text,
+						 .value_len = (size_t)now_len };
+		}
 		etcd_txn_result res = { 0 };
 		etcd_status st = { 0 };
-		int one = tw__cl_note(c, tw__etcd_txn(client, &mine, 1, ops, 2, NULL, 0, &res, &st),
-				      &st);
+		int one = tw__cl_note(
+			c, tw__etcd_txn(client, &mine, 1, ops, nops, NULL, 0, &res, &st), &st);
 		tw__etcd_txn_result_free(&res);
 		if (one != TW_OK) {
 			rc = one;
@@ -232,6 +277,9 @@ int tw__cl_hand_back(struct tw_cluster *c, etcd_client *client, const unsigned *
 			c->stats.groups_owned--;
 		pthread_mutex_unlock(&c->lock);
 	}
+	for (size_t j = 0; k && j < HAND_BACK_JOBS; j++)
+		free(k[j].end);
+	free(k);
 	return rc;
 }
 
@@ -269,7 +317,7 @@ static void rebalance(struct tw_cluster *c, const struct view *v, int64_t lease)
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (nback)
-		(void)tw__cl_hand_back(c, c->worker_client, back, nback);
+		(void)tw__cl_hand_back(c, c->worker_client, back, nback, NULL, 0);
 	if (owned >= share)
 		return;
 	/* Free groups, tried from a place of this member's own, so that members taking

@@ -132,7 +132,15 @@ void *tw__cl_keeper_main(void *arg);
 /* balance.c */
 void *tw__cl_worker_main(void *arg);
 void tw__cl_take_group(struct tw_cluster *c, unsigned g, uint64_t token, bool takeover);
-int tw__cl_hand_back(struct tw_cluster *c, etcd_client *client, const unsigned *groups, size_t n);
+/* A job's name and group, copied for a hand-back after the job is gone. */
+struct cl_job_name {
+	unsigned group;
+	char name[TW_NAME_MAX + 1];
+};
+/* Hands groups back (their owner keys deleted, the hand-back recorded for the taker); with
+ * jobs, also their claims after now. Stops at the first unavailable answer. */
+int tw__cl_hand_back(struct tw_cluster *c, etcd_client *client, const unsigned *groups, size_t n,
+		     const struct cl_job_name *jobs, size_t njobs);
 
 /* run.c */
 int tw__cl_run(const tw_fire *fire, void *arg);

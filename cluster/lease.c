@@ -70,8 +70,12 @@ static void lease_lost(struct tw_cluster *c)
 	for (unsigned g = 0; g < c->groups; g++)
 		c->group[g] = (struct cl_group){ 0 };
 	c->stats.groups_owned = 0;
-	for (struct cl_job *j = c->jobs; j; j = j->next)
+	/* Fire times claimed and not run are lost with the lease. */
+	for (struct cl_job *j = c->jobs; j; j = j->next) {
+		j->missed += j->nclaimed;
+		c->stats.missed += j->nclaimed;
 		j->nclaimed = 0;
+	}
 	pthread_mutex_unlock(&c->lock);
 	tw__cl_log(c, TW_LOG_WARNING, "cluster %s: lease expired; taking a new one", c->member);
 }

@@ -98,7 +98,14 @@ static uint64_t claim_now(struct tw_cluster *c, struct cl_job *j, int64_t fire, 
 	int rc = tw__cl_claim(c, c->run_client, j->group, token, jobs, &fire, 1);
 	pthread_mutex_unlock(&c->run_lock);
 	pthread_mutex_lock(&c->lock);
-	if (rc != 1) {
+	if (rc < 0) {
+		/* etcd did not answer: nobody ran this fire time, and nobody else knows. */
+		j->missed++;
+		c->stats.missed++;
+		return 0;
+	}
+	if (rc == 0) {
+		/* Another owner, or its claim: the taker counts what it did not run. */
 		c->stats.claims_lost++;
 		return 0;
 	}
