@@ -28,9 +28,10 @@
  * spread the groups among the live members: the members sorted by name, the first
  * (groups mod members) take one group more than the others, so once membership settles no
  * replica owns more than one group above another. A replica that owns more than its share
- * hands the extra groups back only after the fire times it claimed in them have run, so a
- * rebalance loses no fire time. The fencing token of an owner is the etcd revision at which
- * it took the group: it only grows, across owners and groups.
+ * stops claiming in the extra groups and hands them back once the fire times it claimed there
+ * have run; the taker takes them within a round of the worker (100 ms), and a fire time due in
+ * between is handled as at a takeover (below). The fencing token of an owner is the etcd
+ * revision at which it took the group: it only grows, across owners and groups.
  *
  * Claims. Only the owner of a job's group runs the job, and only for a fire time it claimed:
  * an etcd transaction that creates the key (job, fire time) if it is absent, and succeeds only
@@ -55,9 +56,10 @@
  * claim); the fire times after it that have passed were missed. With TW_MISFIRE_RUN_ONCE
  * (the default) the job runs once at takeover for the latest of them, and the others count as
  * missed; with TW_MISFIRE_SKIP every one of them counts as missed and the job waits for its
- * next fire time. The run's tw_cluster_fire.missed says how many were missed. Fire times the
- * dead owner had claimed ahead but not reached are lost with it (at most claim_ahead_ms of
- * them) and counted as missed by the taker too.
+ * next fire time. The run's tw_cluster_fire.missed says how many were missed. Fire times a
+ * dead owner had claimed ahead and not run are lost with it (at most claim_ahead_ms of them);
+ * the taker cannot tell them from fire times it ran, so they are in no count. A replica that
+ * leaves (tw_cluster_leave) gives its claims after the leave back, and its takers run them.
  *
  * Time. Fire times are judged on each replica's wall clock (CLOCK_REALTIME) and each run is
  * armed on the engine's monotonic grid, so a run never starts before its fire time on the
