@@ -306,7 +306,7 @@ static int resolve_target(const char *path, char *target)
 /* name is base + ".tmp-" + mkstemp's six letters and digits. */
 static bool temporary_name(const char *name, const char *base, size_t base_len)
 {
-	if (strncmp(name, base, base_len) || strncmp(name + base_len, ".tmp-", 5))
+	if (strncmp(name, base, base_len) != 0 || strncmp(name + base_len, ".tmp-", 5) != 0)
 		return false;
 	const char *x = name + base_len + 5;
 	for (int i = 0; i < 6; i++)

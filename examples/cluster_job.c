@@ -11,6 +11,7 @@
  * over within the lease's TTL (5 s here). Stop one with SIGSTOP past its TTL and let it go on
  * (SIGCONT): it fenced itself, and a write it still tries is refused by the store's check.
  */
+#define _POSIX_C_SOURCE 200809L /* strdup, strtok_r with -std=c11 */
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>

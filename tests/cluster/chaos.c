@@ -3,7 +3,8 @@
  * (etcd_harness), CHAOS_REPLICAS replica processes (chaos_replica) running the jobs of
  * chaos_jobs.h, and a seeded schedule of faults for TW_CHAOS_SECONDS (default 40): an owner
  * killed (SIGKILL) and restarted, an owner paused past its TTL (SIGSTOP, SIGCONT), the etcd
- * leader killed and restarted, a replica stopped gracefully and restarted.
+ * leader killed and restarted, an etcd member paused (a slow member), a replica stopped
+ * gracefully and restarted.
  *
  * Then a checker reads every run the replicas logged and every write the fenced resource took
  * or refused, and fails the test when a fire time ran twice, a run started before its fire
@@ -11,7 +12,7 @@
  * missed outside a fault's window. It prints the takeover times (fault to the first run by
  * another replica), p50 and p99.
  *
- *   chaos PATH_TO_chaos_replica          (TW_CHAOS_SECONDS, TW_CHAOS_SEED)
+ *   chaos PATH_TO_chaos_replica    (TW_CHAOS_SECONDS, TW_CHAOS_SEED, TW_CHAOS_KINDS: see inject)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -191,18 +192,24 @@ static void add_fault(const char *what, int replica, int64_t at, int64_t window_
 	       replica >= 0 ? " r" : " etcd m", replica >= 0 ? replica : -replica - 1);
 }
 
+/* The kinds of fault, in the order of TW_CHAOS_KINDS's letters: k (kill -9 a replica), p
+ * (SIGSTOP a replica past its TTL), l (kill -9 the etcd leader), s (SIGSTOP an etcd member for
+ * a while), g (a graceful restart). */
+static const char *kinds = "kplsg";
+
 static void inject(etcd_harness *h, unsigned *seed)
 {
-	int kind = (int)(rand_r(seed) % 4), r = (int)(rand_r(seed) % CHAOS_REPLICAS);
+	char kind = kinds[rand_r(seed) % strlen(kinds)];
+	int r = (int)(rand_r(seed) % CHAOS_REPLICAS);
 	int64_t ttl_ms = CHAOS_TTL_S * 1000, now = wall_ms();
 	switch (kind) {
-	case 0:
+	case 'k':
 		add_fault("kill -9", r, now, ttl_ms + 2500, true);
 		end_replica(r, SIGKILL);
 		sleep_ms(1000);
 		spawn_replica(r);
 		break;
-	case 1: {
+	case 'p': {
 		unsigned paused = (unsigned)ttl_ms + 1500;
 		add_fault("SIGSTOP past the TTL", r, now, paused + ttl_ms + 2500, true);
 		kill(replica_pid[r], SIGSTOP);
@@ -210,7 +217,18 @@ static void inject(etcd_harness *h, unsigned *seed)
 		kill(replica_pid[r], SIGCONT);
 		break;
 	}
-	case 2: {
+	case 's': {
+		/* A slow member: requests to it time out, and clients go to the next. */
+		int m = (int)(rand_r(seed) % (unsigned)etcd_harness_count(h));
+		add_fault("SIGSTOP for 3 s", -m - 1, now, ttl_ms + 5000, false);
+		etcd_harness_signal(h, m, SIGSTOP);
+		sleep_ms(3000);
+		etcd_harness_signal(h, m, SIGCONT);
+		if (etcd_harness_wait_healthy(h, m, 15000) != 0)
+			fail("etcd member %d did not come back from SIGSTOP", m);
+		break;
+	}
+	case 'l': {
 		int leader = etcd_harness_leader(h);
 		if (leader < 0)
 			leader = 0;
@@ -409,7 +427,11 @@ int main(int argc, char **argv)
 		getenv("TW_CHAOS_SECONDS") ? (unsigned)atoi(getenv("TW_CHAOS_SECONDS")) : 40;
 	unsigned seed = getenv("TW_CHAOS_SEED") ? (unsigned)atoi(getenv("TW_CHAOS_SEED")) :
 						  (unsigned)time(NULL);
-	printf("chaos: seed %u (TW_CHAOS_SEED), %u s of faults\n", seed, seconds);
+	if (getenv("TW_CHAOS_KINDS") && *getenv("TW_CHAOS_KINDS") &&
+	    strspn(getenv("TW_CHAOS_KINDS"), "kplsg") == strlen(getenv("TW_CHAOS_KINDS")))
+		kinds = getenv("TW_CHAOS_KINDS");
+	printf("chaos: seed %u (TW_CHAOS_SEED), %u s of faults of kinds %s (TW_CHAOS_KINDS)\n",
+	       seed, seconds, kinds);
 	snprintf(dir, sizeof dir, "%s/tw-chaos-XXXXXX",
 		 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
 	if (!mkdtemp(dir))

@@ -12,7 +12,6 @@
 set -euo pipefail
 build=$1 src=$2 prefix=$3 libdir=$4 cc=$5
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 meson install -C "$build" --destdir "$tmp/root" --no-rebuild --quiet </dev/null
@@ -33,8 +32,58 @@ flags=(-std=c11 -Wall -Wextra -Wpedantic -Werror -O2)
 examples=("$src"/examples/*.c)
 [ -e "${examples[0]}" ] || fail "no examples in $src/examples"
 built=0
+# A cluster example (libtickwheel-cluster) runs against an etcd of its own on 127.0.0.1.
+etcd_pid=
+stop_etcd() { [ -z "$etcd_pid" ] || { kill "$etcd_pid" 2>/dev/null; wait "$etcd_pid" 2>/dev/null || true; }; }
+trap 'stop_etcd; rm -rf "$tmp"' EXIT
+start_etcd() {
+	local ports
+	read -r -a ports <<<"$(python3 -c 'import socket
+s=[socket.socket() for _ in range(2)]
+[x.bind(("127.0.0.1", 0)) for x in s]
+print(*[x.getsockname()[1] for x in s])')"
+	etcd_url="http://127.0.0.1:${ports[0]}"
+	"${TW_ETCD:-etcd}" --name install-check --data-dir "$tmp/etcd" --listen-client-urls "$etcd_url" \
+		--advertise-client-urls "$etcd_url" --listen-peer-urls "http://127.0.0.1:${ports[1]}" \
+		--initial-advertise-peer-urls "http://127.0.0.1:${ports[1]}" \
+		--initial-cluster "install-check=http://127.0.0.1:${ports[1]}" >"$tmp/etcd.log" 2>&1 &
+	etcd_pid=$!
+	python3 - "$etcd_url/health" <<'PY' && return 0
+import sys, time, urllib.request
+for _ in range(100):
+    try:
+        urllib.request.urlopen(sys.argv[1], timeout=1).read()
+        sys.exit(0)
+    except Exception:
+        time.sleep(0.1)
+sys.exit(1)
+PY
+	cat "$tmp/etcd.log"
+	fail "etcd did not start for the cluster example"
+}
+
 for ex in "${examples[@]}"; do
 	name=$(basename "$ex" .c)
+	if grep -q '<tickwheel_cluster.h>\|"tickwheel_cluster.h"' "$ex"; then
+		if ! pkg-config --exists --define-variable=prefix="$root" tickwheel-cluster; then
+			echo "skipped: $name (libtickwheel-cluster was not built: no libcurl or jansson)"
+			continue
+		fi
+		for f in include/tickwheel_cluster.h "$libdir/libtickwheel-cluster.so" \
+			"$libdir/pkgconfig/tickwheel-cluster.pc"; do
+			[ -e "$root/$f" ] || fail "meson install did not install $f"
+		done
+		# Shared only: a static libcurl would need TLS and more in static form.
+		"$cc" "${flags[@]}" "$ex" $(pkg-config --define-variable=prefix="$root" --cflags --libs \
+			tickwheel-cluster) -o "$tmp/$name-shared"
+		[ -n "$etcd_pid" ] || start_etcd
+		LD_LIBRARY_PATH="$root/$libdir" "$tmp/$name-shared" "$etcd_url" install-check 3 \
+			>"$tmp/out" 2>&1 || { rc=$?; cat "$tmp/out"; fail "$name exited with status $rc"; }
+		grep -q '^ran ' "$tmp/out" || { cat "$tmp/out"; fail "$name ran no job in 3 s"; }
+		echo "ok: $name, shared, against etcd"
+		built=$((built + 1))
+		continue
+	fi
 	if grep -q '<criterion/criterion.h>\|<microhttpd.h>' "$ex"; then
 		if grep -q '<microhttpd.h>' "$ex"; then
 			if ! pkg-config --exists libmicrohttpd; then
