@@ -198,8 +198,8 @@ TW_CLUSTER_API int tw_cluster_join_sized(const tw_cluster_config *user, size_t s
 		return -TW_ENOMEM;
 	}
 	c->engine = cfg.engine;
-	snprintf(c->prefix, sizeof c->prefix, "%s", cfg.prefix ? cfg.prefix : "/tickwheel/");
-	snprintf(c->member, sizeof c->member, "%s", cfg.member);
+	(void)snprintf(c->prefix, sizeof c->prefix, "%s", cfg.prefix ? cfg.prefix : "/tickwheel/");
+	(void)snprintf(c->member, sizeof c->member, "%s", cfg.member);
 	c->ttl_s = cfg.lease_ttl_s ? cfg.lease_ttl_s : 10;
 	c->groups = cfg.groups ? cfg.groups : 64;
 	c->timeout_ms = cfg.request_timeout_ms ? cfg.request_timeout_ms : 2000;
@@ -315,7 +315,7 @@ TW_CLUSTER_API int tw_cluster_add_sized(tw_cluster *c, const tw_cluster_job_spec
 	if (!j)
 		return -TW_ENOMEM;
 	j->cluster = c;
-	snprintf(j->name, sizeof j->name, "%s", s.name);
+	(void)snprintf(j->name, sizeof j->name, "%s", s.name);
 	j->group = tw__cl_hash(j->name) % c->groups;
 	j->period_ms = s.period_ms;
 	j->phase_ms = s.phase_ms;
@@ -342,7 +342,7 @@ TW_CLUSTER_API int tw_cluster_add_sized(tw_cluster *c, const tw_cluster_job_spec
 		return rc;
 	}
 	char local[TW_NAME_MAX + 1 + 8];
-	snprintf(local, sizeof local, "cluster:%s", j->name);
+	(void)snprintf(local, sizeof local, "cluster:%s", j->name);
 	pthread_mutex_lock(&c->lock);
 	if (find_job(c, j->name)) {
 		pthread_mutex_unlock(&c->lock);

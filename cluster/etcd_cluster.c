@@ -20,7 +20,7 @@ static int call(etcd_client *c, const char *path, json_t *body, json_t **answer,
 
 int tw__etcd_compact(etcd_client *c, int64_t revision, bool physical, etcd_status *st)
 {
-	json_t *answer;
+	json_t *answer = NULL;
 	tw__etcd_status_ok(st);
 	json_t *body = json_object();
 	if (body && (tw__etcd_set_int64(body, "revision", revision, st) ||
@@ -37,7 +37,7 @@ int tw__etcd_compact(etcd_client *c, int64_t revision, bool physical, etcd_statu
 int tw__etcd_status(etcd_client *c, uint64_t *member_id, uint64_t *leader_id, int64_t *revision,
 		    etcd_status *st)
 {
-	json_t *answer;
+	json_t *answer = NULL;
 	const json_t *header;
 	tw__etcd_status_ok(st);
 	if (call(c, "/v3/maintenance/status", json_object(), &answer, st))
@@ -85,7 +85,7 @@ static int decode_member(const json_t *obj, etcd_member *m, etcd_status *st)
 	/* A member added but not started yet has neither a name nor client URLs. */
 	if (name && !json_is_string(name))
 		return tw__etcd_fail(st, ETCD_EPARSE, "a member's name is not a string");
-	snprintf(m->name, sizeof(m->name), "%s", name ? json_string_value(name) : "");
+	(void)snprintf(m->name, sizeof(m->name), "%s", name ? json_string_value(name) : "");
 	if (!urls || json_is_null(urls))
 		return 0;
 	if (!json_is_array(urls))
@@ -106,7 +106,7 @@ static int decode_member(const json_t *obj, etcd_member *m, etcd_status *st)
 
 int tw__etcd_member_list(etcd_client *c, etcd_member **members, size_t *n, etcd_status *st)
 {
-	json_t *answer;
+	json_t *answer = NULL;
 	*members = NULL;
 	*n = 0;
 	tw__etcd_status_ok(st);

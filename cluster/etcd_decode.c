@@ -261,8 +261,8 @@ int tw__etcd_decode_watch(const json_t *root, etcd_watch_msg *out, etcd_status *
 		return -1;
 	reason = json_object_get(result, "cancel_reason");
 	if (json_is_string(reason))
-		snprintf(out->cancel_reason, sizeof(out->cancel_reason), "%s",
-			 json_string_value(reason));
+		(void)snprintf(out->cancel_reason, sizeof(out->cancel_reason), "%s",
+			       json_string_value(reason));
 	else if (reason && !json_is_null(reason))
 		return tw__etcd_fail(st, ETCD_EPARSE, "field cancel_reason is not a string");
 	if (n) {

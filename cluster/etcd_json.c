@@ -79,7 +79,7 @@ char *tw__etcd_b64_encode(const void *data, size_t len)
 		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < len ? (uint32_t)p[i + 1] << 8 : 0);
 		*o++ = b64_chars[v >> 18];
 		*o++ = b64_chars[(v >> 12) & 63];
-		*o++ = i + 1 < len ? b64_chars[(v >> 6) & 63] : '=';
+		*o++ = (char)(i + 1 < len ? b64_chars[(v >> 6) & 63] : '=');
 		*o++ = '=';
 	}
 	*o = '\0';
@@ -272,6 +272,6 @@ int tw__etcd_set_bytes(json_t *obj, const char *name, const void *data, size_t l
 int tw__etcd_set_int64(json_t *obj, const char *name, int64_t v, etcd_status *st)
 {
 	char text[24];
-	snprintf(text, sizeof(text), "%" PRId64, v);
+	(void)snprintf(text, sizeof(text), "%" PRId64, v);
 	return tw__etcd_set(obj, name, json_string(text), st);
 }

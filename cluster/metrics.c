@@ -111,7 +111,7 @@ static void one(struct text *t, const char *prefix, const char *labels, const ch
 		const char *type, const char *help, uint64_t v)
 {
 	char num[24];
-	snprintf(num, sizeof num, "%" PRIu64, v);
+	(void)snprintf(num, sizeof num, "%" PRIu64, v);
 	family(t, prefix, name, type, help);
 	sample(t, prefix, name, labels, NULL, num);
 }
@@ -148,8 +148,8 @@ static void put_all(struct text *t, const char *p, const char *l, const tw_clust
 	family(t, p, "etcd_errors_total", "counter", "Failed etcd requests, by kind.");
 	for (int i = 0; i < 7; i++) {
 		char extra[32], num[24];
-		snprintf(extra, sizeof extra, "kind=\"%s\"", kinds[i]);
-		snprintf(num, sizeof num, "%" PRIu64, s->etcd_errors[i]);
+		(void)snprintf(extra, sizeof extra, "kind=\"%s\"", kinds[i]);
+		(void)snprintf(num, sizeof num, "%" PRIu64, s->etcd_errors[i]);
 		sample(t, p, "etcd_errors_total", l, extra, num);
 	}
 	/* Bucket i counts latencies below 2^i us (the last: the rest), cumulated here. */
@@ -159,17 +159,17 @@ static void put_all(struct text *t, const char *p, const char *l, const tw_clust
 	for (int i = 0; i < 19; i++) {
 		char extra[40], num[24];
 		cum += s->claim_latency_us[i];
-		snprintf(extra, sizeof extra, "le=\"%.6f\"", (double)(1u << i) / 1e6);
-		snprintf(num, sizeof num, "%" PRIu64, cum);
+		(void)snprintf(extra, sizeof extra, "le=\"%.6f\"", (double)(1u << i) / 1e6);
+		(void)snprintf(num, sizeof num, "%" PRIu64, cum);
 		sample(t, p, "claim_latency_seconds_bucket", l, extra, num);
 	}
 	char num[32];
 	cum += s->claim_latency_us[19];
-	snprintf(num, sizeof num, "%" PRIu64, cum);
+	(void)snprintf(num, sizeof num, "%" PRIu64, cum);
 	sample(t, p, "claim_latency_seconds_bucket", l, "le=\"+Inf\"", num);
-	snprintf(num, sizeof num, "%.9f", (double)s->claim_latency_sum_ns / 1e9);
+	(void)snprintf(num, sizeof num, "%.9f", (double)s->claim_latency_sum_ns / 1e9);
 	sample(t, p, "claim_latency_seconds_sum", l, NULL, num);
-	snprintf(num, sizeof num, "%" PRIu64, cum);
+	(void)snprintf(num, sizeof num, "%" PRIu64, cum);
 	sample(t, p, "claim_latency_seconds_count", l, NULL, num);
 }
 

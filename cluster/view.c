@@ -120,7 +120,7 @@ TW_CLUSTER_API int tw_cluster_view_read(const char *const *endpoints, const char
 		free(v);
 		return -TW_ENOMEM;
 	}
-	strcpy(c->prefix, prefix);
+	memcpy(c->prefix, prefix, strlen(prefix) + 1); /* at most 128 bytes: checked above */
 	c->was_connected = true;
 	size_t n = 0;
 	while (endpoints[n])

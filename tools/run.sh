@@ -263,13 +263,13 @@ do_lint() {
 import json, os, sys
 
 root, src, dst = (os.path.realpath(a) for a in sys.argv[1:4])
-dirs = {os.path.join(root, d) for d in ('core', 'wheel', 'calendar')}
+dirs = {os.path.join(root, d) for d in ('core', 'wheel', 'calendar', 'cluster')}
 keep = {}
 for e in json.load(open(src)):
     path = os.path.realpath(os.path.join(e['directory'], e['file']))
     if os.path.dirname(path) not in dirs or not path.endswith('.c'):
         continue
-    if path not in keep or 'libtickwheel' in e.get('output', ''):
+    if path not in keep or 'libtickwheel' in e.get('output', '') or 'transport' in e.get('output', ''):
         keep[path] = e
 if not keep:
     sys.exit('no .c file of core/, wheel/ or calendar/ in %s' % src)
