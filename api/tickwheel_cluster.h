@@ -57,9 +57,10 @@
  * (the default) the job runs once at takeover for the latest of them, and the others count as
  * missed; with TW_MISFIRE_SKIP every one of them counts as missed and the job waits for its
  * next fire time. The run's tw_cluster_fire.missed says how many were missed. Fire times a
- * dead owner had claimed ahead and not run are lost with it (at most claim_ahead_ms of them);
- * the taker cannot tell them from fire times it ran, so they are in no count. A replica that
- * leaves (tw_cluster_leave) gives its claims after the leave back, and its takers run them.
+ * dead owner had claimed ahead and not run are lost with it (at most claim_ahead_ms of them):
+ * those still ahead at the takeover count as missed; those already past cannot be told from
+ * fire times it ran, and are in no count. A replica that leaves (tw_cluster_leave) gives its
+ * claims after the leave back, and its takers run them.
  *
  * Time. Fire times are judged on each replica's wall clock (CLOCK_REALTIME) and each run is
  * armed on the engine's monotonic grid, so a run never starts before its fire time on the
@@ -132,8 +133,8 @@ typedef struct {
 	/* Each etcd request's limit, connect included; default 2000 (also for 0). */
 	unsigned request_timeout_ms;
 	/* How far ahead of their dues the owner claims fire times; 0: the default, 1000. At
-	 * most the TTL minus the fence margin; below the owner's round trip to etcd, every run
-	 * waits for its claim. */
+	 * most the TTL minus the fence margin, and at most 30000; below the owner's round trip
+	 * to etcd, every run waits for its claim. */
 	unsigned claim_ahead_ms;
 	/* Self-fencing starts this long before the lease could expire; default 500 (also for
 	 * 0), at most half the TTL. */
@@ -155,8 +156,9 @@ typedef struct {
 	int64_t start_lateness_ns; /* start minus due on this replica's clocks */
 } tw_cluster_fire;
 
-/* Runs on an executor of the local engine, on the owner only. Nonzero counts as a failure in
- * the local task's failures; the fire time stays claimed (it is not run again). */
+/* Runs on an executor of the local engine, on the owner only. Nonzero counts in
+ * tw_cluster_counters.failures; the fire time stays claimed (it is not run again), and the job
+ * is never paused for failures (the engine's max_failures does not apply to it). */
 typedef int (*tw_cluster_callback)(const tw_cluster_fire *fire, void *arg);
 
 typedef struct {
@@ -201,8 +203,9 @@ typedef struct {
 	/* Claim latency: request sent to answer, in buckets of 2^i us (the last: the rest). */
 	uint64_t claim_latency_us[20];
 	uint64_t claim_latency_sum_ns;
-	bool fenced;    /* fenced now */
-	bool connected; /* the last request to etcd was answered */
+	bool fenced;       /* fenced now */
+	bool connected;    /* the last request to etcd was answered */
+	uint64_t failures; /* cluster runs whose callback returned nonzero */
 } tw_cluster_counters;
 
 TW_API void tw_cluster_config_init_sized(tw_cluster_config *cfg, size_t size);
@@ -249,7 +252,9 @@ static inline int tw_cluster_join(const tw_cluster_config *cfg, tw_cluster **out
  *
  * Records the job's schedule in etcd if no replica did before, else checks that it is the
  * same. The job runs here only while this replica owns its group (see above). Its local task
- * in the engine is named "cluster:" + name (tw_get, tw_list show it).
+ * in the engine is named "cluster:" + name (tw_get, tw_list show it). A calendar job whose
+ * schedule has no fire time left ends on this replica as if cancelled (release is called; the
+ * name may be added again).
  *
  * Return: TW_OK; -TW_EINVAL for NULL arguments, a bad name, no callback, neither or both of
  * period_ms and cron, a phase not below the period, a misfire that is no TW_MISFIRE_* value;
@@ -281,12 +286,13 @@ TW_API int tw_cluster_cancel(tw_cluster *c, const char *name);
 /**
  * tw_cluster_leave() - leaves the cluster and frees @c.
  *
- * Stops the cluster's threads, cancels this replica's jobs (their runs going on finish first:
- * it waits for them), and revokes the lease, so another replica takes the groups at once
- * instead of a TTL later. Fire times this replica had claimed ahead and not run are lost (the
- * taker counts them missed). Leaves the engine running with its other tasks. NULL: nothing.
- * Any thread but a callback of the engine. Blocks for the runs going on and one round trip to
- * etcd (bounded by the request timeout; when etcd cannot be reached the lease simply expires).
+ * Stops taking groups and claiming, cancels this replica's jobs (their runs going on finish
+ * first: it waits for them, renewing the lease meanwhile), hands each group back with the
+ * claims of fire times after now, which the takers then claim and run, and revokes the lease,
+ * so another replica takes the groups at once instead of a TTL later. Leaves the engine
+ * running with its other tasks. NULL: nothing. Any thread but a callback of the engine.
+ * Blocks for the runs going on and a round trip to etcd per owned group (each bounded by the
+ * request timeout; when etcd cannot be reached, the lease simply expires).
  */
 TW_API void tw_cluster_leave(tw_cluster *c);
 

@@ -151,7 +151,7 @@ static int check_config(const tw_cluster_config *cfg)
 	unsigned ttl_ms = (cfg->lease_ttl_s ? cfg->lease_ttl_s : 10) * 1000;
 	unsigned margin = cfg->fence_margin_ms ? cfg->fence_margin_ms : 500;
 	unsigned ahead = cfg->claim_ahead_ms ? cfg->claim_ahead_ms : 1000;
-	if (margin > ttl_ms / 2 || ahead > ttl_ms - margin)
+	if (margin > ttl_ms / 2 || ahead > ttl_ms - margin || ahead > 30000)
 		return -TW_EINVAL;
 	return TW_OK;
 }
@@ -223,6 +223,11 @@ TW_CLUSTER_API int tw_cluster_join_sized(const tw_cluster_config *user, size_t s
 		rc = check_groups(c);
 	if (rc == TW_OK)
 		rc = tw__cl_lease_take(c, c->worker_client);
+	/* Logged before the threads start: the worker's client is the worker's from then on. */
+	if (rc == TW_OK)
+		tw__cl_log(c, TW_LOG_INFO, "cluster %s: joined %s (lease %" PRIx64 ", ttl %u s)",
+			   c->member, tw__etcd_client_endpoint(c->worker_client),
+			   (uint64_t)c->lease_id, c->ttl_s);
 	if (rc == TW_OK && (rc = start_threads(c)) != TW_OK) {
 		stop_threads(c);
 		(void)tw__etcd_lease_revoke(c->worker_client, c->lease_id, &st);
@@ -231,8 +236,6 @@ TW_CLUSTER_API int tw_cluster_join_sized(const tw_cluster_config *user, size_t s
 		free_cluster(c);
 		return rc;
 	}
-	tw__cl_log(c, TW_LOG_INFO, "cluster %s: joined %s (lease %" PRIx64 ", ttl %u s)", c->member,
-		   tw__etcd_client_endpoint(c->worker_client), (uint64_t)c->lease_id, c->ttl_s);
 	*out = c;
 	return TW_OK;
 }
@@ -344,6 +347,11 @@ TW_CLUSTER_API int tw_cluster_add_sized(tw_cluster *c, const tw_cluster_job_spec
 	char local[TW_NAME_MAX + 1 + 8];
 	(void)snprintf(local, sizeof local, "cluster:%s", j->name);
 	pthread_mutex_lock(&c->lock);
+	if (atomic_load(&c->leaving)) {
+		pthread_mutex_unlock(&c->lock);
+		free_job(j);
+		return -TW_ESHUTDOWN;
+	}
 	if (find_job(c, j->name)) {
 		pthread_mutex_unlock(&c->lock);
 		free_job(j);
@@ -353,12 +361,16 @@ TW_CLUSTER_API int tw_cluster_add_sized(tw_cluster *c, const tw_cluster_job_spec
 	j->claimed_upto_ms = now;
 	j->pending_fire_ms = tw__cl_next_fire(j, now);
 	int64_t wall = tw__cl_wall_ns(), mono = tw__cl_mono_ns();
-	int64_t ahead = j->pending_fire_ms * 1000000 - wall;
+	/* A calendar whose last fire time passed since the check above: no due at all. */
+	bool none = j->pending_fire_ms == INT64_MAX;
+	int64_t ahead = none ? 0 : j->pending_fire_ms * 1000000 - wall;
 	tw_task_spec task = { .callback = tw__cl_run,
 			      .arg = j,
 			      .release = tw__cl_job_release,
 			      .name = local,
-			      .first_due_ns = (uint64_t)(mono + (ahead > 0 ? ahead : 0)) };
+			      .delay_ms = none ? TW_NEVER : 0,
+			      .first_due_ns =
+				      none ? 0 : (uint64_t)(mono + (ahead > 0 ? ahead : 0)) };
 	rc = tw_add(c->engine, &task, &j->task);
 	if (rc == TW_OK) {
 		j->next = c->jobs;
@@ -401,18 +413,21 @@ TW_CLUSTER_API void tw_cluster_leave(tw_cluster *c)
 {
 	if (!c)
 		return;
-	atomic_store(&c->leaving, true);
-	stop_threads(c);
+	/* The worker first: no group is taken or claimed from now on. The keeper goes on
+	 * renewing the lease until the groups are handed back, however long the last runs
+	 * take. */
+	atomic_store(&c->stop_worker, true);
+	pthread_mutex_lock(&c->sleep_lock);
+	pthread_cond_broadcast(&c->wake);
+	pthread_mutex_unlock(&c->sleep_lock);
+	if (c->worker_started)
+		pthread_join(c->worker, NULL);
+	c->worker_started = false;
 	pthread_mutex_lock(&c->lock);
-	size_t njobs = 0;
-	for (struct cl_job *j = c->jobs; j; j = j->next)
-		njobs++;
-	struct cl_job_name *names = calloc(njobs ? njobs : 1, sizeof *names);
-	njobs = 0;
-	for (struct cl_job *j = c->jobs; names && j; j = j->next) {
-		names[njobs].group = j->group;
-		memcpy(names[njobs++].name, j->name, sizeof j->name);
-	}
+	atomic_store(&c->leaving, true);
+	/* Each job's name, group and latest run, recorded as the engine releases it. */
+	c->left_cap = c->live_jobs;
+	c->left = calloc(c->left_cap ? c->left_cap : 1, sizeof *c->left);
 	tw_id tasks[256];
 	for (;;) {
 		size_t n = 0;
@@ -435,17 +450,21 @@ TW_CLUSTER_API void tw_cluster_leave(tw_cluster *c)
 	for (unsigned g = 0; owned && g < c->groups; g++)
 		if (c->group[g].token)
 			owned[nowned++] = g;
-	int64_t lease = c->lease_id;
+	struct cl_job_name *left = c->left;
+	size_t nleft = c->nleft;
+	c->left = NULL;
 	pthread_mutex_unlock(&c->lock);
 	/* No run of ours starts any more: hand the groups back with the claims of fire times
-	 * after now, so the takers run those, and so that they know no owner died; then revoke
-	 * the lease, which takes the member key with it. When etcd is not reachable, all of it
-	 * expires with the lease. */
-	int rc = owned ? tw__cl_hand_back(c, c->worker_client, owned, nowned, names,
-					  names ? njobs : 0) :
-			 TW_OK;
+	 * after now (and after each job's latest run), so the takers run those, and so that they
+	 * know no owner died; then revoke the lease, which takes the member key with it. When
+	 * etcd is not reachable, all of it expires with the lease. */
+	int rc = owned ? tw__cl_hand_back(c, c->worker_client, owned, nowned, left, nleft) : TW_OK;
 	free(owned);
-	free(names);
+	free(left);
+	stop_threads(c);
+	pthread_mutex_lock(&c->lock);
+	int64_t lease = c->lease_id;
+	pthread_mutex_unlock(&c->lock);
 	if (rc != -TW_CLUSTER_EUNAVAILABLE && lease) {
 		etcd_status st = { 0 };
 		(void)tw__etcd_lease_revoke(c->worker_client, lease, &st);

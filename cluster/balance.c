@@ -113,9 +113,15 @@ static unsigned share_of(const struct tw_cluster *c, const struct view *v)
 	return (unsigned)(c->groups / n + (rank < c->groups % n ? 1 : 0));
 }
 
-/* Groups this replica believed it owned whose key is gone or another's: lost. */
-static void reconcile(struct tw_cluster *c, const struct view *v)
+/* Groups this replica believed it owned whose key is gone or another's: lost. Groups whose
+ * key names this replica under its lease though it did not know: taken by a request whose
+ * answer was lost; they are taken over (tw__cl_take_group) by the caller, in adopt[]. */
+static size_t reconcile(struct tw_cluster *c, const struct view *v, unsigned *adopt,
+			uint64_t *adopt_token)
 {
+	size_t nadopt = 0;
+	unsigned lost[64];
+	size_t nlost = 0;
 	pthread_mutex_lock(&c->lock);
 	for (unsigned g = 0; g < c->groups; g++) {
 		struct cl_group *gr = &c->group[g];
@@ -127,10 +133,11 @@ static void reconcile(struct tw_cluster *c, const struct view *v)
 					c->stats.missed += j->nclaimed;
 					j->nclaimed = 0;
 				}
-			tw__cl_log(c, TW_LOG_WARNING, "cluster %s: lost group %u", c->member, g);
+			if (nlost < 64)
+				lost[nlost++] = g;
 		} else if (!gr->token && v->owner_is_me[g]) {
-			/* Taken by a request whose answer was lost. */
-			gr->token = v->owner_token[g];
+			adopt[nadopt] = g;
+			adopt_token[nadopt++] = v->owner_token[g];
 		}
 	}
 	unsigned owned = 0;
@@ -139,6 +146,9 @@ static void reconcile(struct tw_cluster *c, const struct view *v)
 	c->stats.groups_owned = owned;
 	c->stats.members = v->nmembers;
 	pthread_mutex_unlock(&c->lock);
+	for (size_t i = 0; i < nlost; i++)
+		tw__cl_log(c, TW_LOG_WARNING, "cluster %s: lost group %u", c->member, lost[i]);
+	return nadopt;
 }
 
 /* Takes group g if it is free: 1 taken, 0 not, < 0 a code. */
@@ -179,9 +189,10 @@ static int take(struct tw_cluster *c, unsigned g, int64_t lease)
 	/* A takeover: the previous holder did not hand the group back (it died, or its lease
 	 * ran out); a hand-back records the holder's value under released/. */
 	const etcd_range_result *h = &res.results[0].range, *r = &res.results[1].range;
-	bool takeover = h->count == 1 &&
-			(r->count != 1 || r->kvs[0].value_len != h->kvs[0].value_len ||
-			 memcmp(r->kvs[0].value, h->kvs[0].value, h->kvs[0].value_len) != 0);
+	/* Handed back: the hand-back's record was written after the last holder's. Revisions,
+	 * not values: a member may take back a group it handed back, then die. */
+	bool takeover =
+		h->count == 1 && (r->count != 1 || r->kvs[0].mod_revision < h->kvs[0].mod_revision);
 	uint64_t token = (uint64_t)res.revision;
 	tw__etcd_txn_result_free(&res);
 	tw__cl_take_group(c, g, token, takeover);
@@ -202,16 +213,14 @@ int tw__cl_hand_back(struct tw_cluster *c, etcd_client *client, const unsigned *
 	pthread_mutex_unlock(&c->lock);
 	int rc = TW_OK;
 	struct job_keys {
-		char from[CL_KEY_MAX], last[CL_KEY_MAX];
-		int from_len, last_len;
+		char from[CL_KEY_MAX], last[CL_KEY_MAX], last_value[24];
+		int from_len, last_len, last_value_len;
 		uint8_t *end;
 		size_t end_len;
 	} *k = njobs ? calloc(HAND_BACK_JOBS, sizeof *k) : NULL;
 	if (njobs && !k)
 		return -TW_ENOMEM;
-	char now_text[24];
 	int64_t now = tw__cl_wall_ms();
-	int now_len = snprintf(now_text, sizeof now_text, "%015" PRId64, now);
 	for (size_t i = 0; i < n && rc != -TW_CLUSTER_EUNAVAILABLE; i++) {
 		unsigned g = groups[i];
 		pthread_mutex_lock(&c->lock);
@@ -241,11 +250,17 @@ int tw__cl_hand_back(struct tw_cluster *c, etcd_client *client, const unsigned *
 			if (jobs[j].group != g)
 				continue;
 			struct job_keys *jk = &k[nk++];
+			/* After now, and after the job's latest run here (a wall clock set back
+			 * since must not give a run's claim away). */
+			int64_t upto =
+				jobs[j].last_run_fire_ms > now ? jobs[j].last_run_fire_ms : now;
 			char prefix[CL_KEY_MAX];
 			int plen = tw__cl_key(c, prefix, "claims/%s/", jobs[j].name);
 			jk->from_len = tw__cl_key(c, jk->from, "claims/%s/%015" PRId64,
-						  jobs[j].name, now + 1);
+						  jobs[j].name, upto + 1);
 			jk->last_len = tw__cl_key(c, jk->last, "last/%s", jobs[j].name);
+			jk->last_value_len = snprintf(jk->last_value, sizeof jk->last_value,
+						      "%015" PRId64, upto);
 			free(jk->end);
 			jk->end = NULL;
 			if (tw__etcd_prefix_end(prefix, (size_t)plen, &jk->end, &jk->end_len) != 0)
@@ -258,13 +273,14 @@ int tw__cl_hand_back(struct tw_cluster *c, etcd_client *client, const unsigned *
 			ops[nops++] = (etcd_op){ .kind = ETCD_OP_PUT,
 						 .key = jk->last,
 						 .key_len = (size_t)jk->last_len,
-						 .value = now_text,
-						 .value_len = (size_t)now_len };
+						 .value = jk->last_value,
+						 .value_len = (size_t)jk->last_value_len };
 		}
 		etcd_txn_result res = { 0 };
 		etcd_status st = { 0 };
 		int one = tw__cl_note(
 			c, tw__etcd_txn(client, &mine, 1, ops, nops, NULL, 0, &res, &st), &st);
+		bool succeeded = one == TW_OK && res.succeeded;
 		tw__etcd_txn_result_free(&res);
 		if (one != TW_OK) {
 			rc = one;
@@ -272,7 +288,8 @@ int tw__cl_hand_back(struct tw_cluster *c, etcd_client *client, const unsigned *
 		}
 		pthread_mutex_lock(&c->lock);
 		c->group[g] = (struct cl_group){ 0 };
-		c->stats.releases++;
+		/* Not succeeded: the group was no longer ours (the lease ran out); nothing to give. */
+		c->stats.releases += succeeded;
 		if (c->stats.groups_owned)
 			c->stats.groups_owned--;
 		pthread_mutex_unlock(&c->lock);
@@ -323,7 +340,9 @@ static void rebalance(struct tw_cluster *c, const struct view *v, int64_t lease)
 	/* Free groups, tried from a place of this member's own, so that members taking
 	 * groups at once seldom race for the same one. */
 	unsigned start = tw__cl_hash(c->member) % c->groups;
-	for (unsigned i = 0; i < c->groups && owned < share && !atomic_load(&c->stop); i++) {
+	for (unsigned i = 0; i < c->groups && owned < share && !atomic_load(&c->stop) &&
+			     !atomic_load(&c->stop_worker);
+	     i++) {
 		unsigned g = (start + i) % c->groups;
 		if (v->owner_token[g])
 			continue;
@@ -338,7 +357,8 @@ static void claim_ahead(struct tw_cluster *c)
 	int64_t now = tw__cl_wall_ms();
 	/* Only fire times still ahead: one that is due may be claimed by its run meanwhile. */
 	int64_t from = now + 2, upto = now + (int64_t)c->claim_ahead_ms;
-	for (unsigned g = 0; g < c->groups && !atomic_load(&c->stop); g++) {
+	for (unsigned g = 0;
+	     g < c->groups && !atomic_load(&c->stop) && !atomic_load(&c->stop_worker); g++) {
 		struct cl_job *jobs[CLAIM_BATCH];
 		int64_t fires[CLAIM_BATCH];
 		size_t n = 0;
@@ -371,14 +391,23 @@ static void claim_ahead(struct tw_cluster *c)
 		if (n == 0)
 			continue;
 		int rc = tw__cl_claim(c, c->worker_client, g, token, jobs, fires, n);
+		/* Refused: an earlier batch whose answer was lost may have claimed some of these
+		 * (each found ours is taken as claimed); the others are left to their runs. */
+		bool own[CLAIM_BATCH] = { 0 };
+		for (size_t i = 0; rc == 0 && i < n; i++)
+			own[i] = tw__cl_own_claim(c, c->worker_client, jobs[i], fires[i], token) ==
+				 1;
 		pthread_mutex_lock(&c->lock);
 		for (size_t i = 0; i < n; i++) {
 			struct cl_job *j = jobs[i];
 			j->claiming_upto_ms = 0;
-			if (rc == 1 && c->group[g].token == token && j->nclaimed < CL_CLAIM_RING) {
+			bool claimed = rc == 1 || own[i];
+			if (claimed && c->group[g].token == token && j->nclaimed < CL_CLAIM_RING) {
 				j->claimed[j->nclaimed] = fires[i];
 				j->claimed_token[j->nclaimed++] = token;
 			}
+			if (own[i] && fires[i] > j->claimed_upto_ms)
+				j->claimed_upto_ms = fires[i];
 			/* Claimed or not, these fire times are settled for the worker: a refused
 			 * batch leaves each to its run, which claims it alone. */
 			if (rc == 1 && fires[i] > j->claimed_upto_ms)
@@ -399,14 +428,18 @@ void *tw__cl_worker_main(void *arg)
 	struct view v = { 0 };
 	v.owner_token = calloc(c->groups, sizeof *v.owner_token);
 	v.owner_is_me = calloc(c->groups, sizeof *v.owner_is_me);
-	if (!v.owner_token || !v.owner_is_me) {
+	unsigned *adopt = calloc(c->groups, sizeof *adopt);
+	uint64_t *adopt_token = calloc(c->groups, sizeof *adopt_token);
+	if (!v.owner_token || !v.owner_is_me || !adopt || !adopt_token) {
+		free(adopt);
+		free(adopt_token);
 		tw__cl_log(c, TW_LOG_ERROR, "cluster %s: out of memory: no groups taken",
 			   c->member);
 		free(v.owner_token);
 		free(v.owner_is_me);
 		return NULL;
 	}
-	while (!atomic_load(&c->stop)) {
+	while (!atomic_load(&c->stop) && !atomic_load(&c->stop_worker)) {
 		pthread_mutex_lock(&c->lock);
 		int64_t lease = c->lease_id;
 		pthread_mutex_unlock(&c->lock);
@@ -414,7 +447,9 @@ void *tw__cl_worker_main(void *arg)
 		memset(v.owner_is_me, 0, c->groups * sizeof *v.owner_is_me);
 		v.nmembers = 0;
 		if (lease != 0 && read_view(c, lease, &v) == TW_OK) {
-			reconcile(c, &v);
+			size_t nadopt = reconcile(c, &v, adopt, adopt_token);
+			for (size_t i = 0; i < nadopt; i++)
+				tw__cl_take_group(c, adopt[i], adopt_token[i], false);
 			if (!tw__cl_fenced(c, tw__cl_mono_ns())) {
 				rebalance(c, &v, lease);
 				claim_ahead(c);
@@ -422,9 +457,11 @@ void *tw__cl_worker_main(void *arg)
 		}
 		free(v.members);
 		v.members = NULL;
-		tw__cl_sleep(c, CL_ROUND_MS);
+		tw__cl_sleep(c, CL_ROUND_MS, true);
 	}
 	free(v.owner_token);
 	free(v.owner_is_me);
+	free(adopt);
+	free(adopt_token);
 	return NULL;
 }

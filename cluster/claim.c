@@ -65,7 +65,13 @@ int tw__cl_claim(struct tw_cluster *c, etcd_client *client, unsigned g, uint64_t
 			tw__cl_key(c, ki->claim, "claims/%s/%015" PRId64, j->name, fires[i]);
 		ki->last_len = tw__cl_key(c, ki->last, "last/%s", j->name);
 		ki->from_len = tw__cl_key(c, ki->old_from, "claims/%s/", j->name);
-		int64_t old = fires[i] - retention_ms(j);
+		/* Trimmed below the job's first fire time in this batch, so that the delete
+		 * never meets one of the batch's own puts (etcd refuses that). */
+		int64_t first = fires[i];
+		for (size_t m = 0; m < i; m++)
+			if (jobs[m] == j && fires[m] < first)
+				first = fires[m];
+		int64_t old = first - retention_ms(j);
 		ki->to_len = tw__cl_key(c, ki->old_to, "claims/%s/%015" PRId64, j->name,
 					old > 0 ? old : 0);
 		ki->last_value_len =
@@ -125,5 +131,24 @@ out:
 	free(k);
 	free(cmp);
 	free(ops);
+	return rc;
+}
+
+int tw__cl_own_claim(struct tw_cluster *c, etcd_client *client, const struct cl_job *j,
+		     int64_t fire, uint64_t token)
+{
+	char key[CL_KEY_MAX], mine[96];
+	int klen = tw__cl_key(c, key, "claims/%s/%015" PRId64, j->name, fire);
+	int mlen = snprintf(mine, sizeof mine, "%s %" PRIu64, c->member, token);
+	if (klen < 0 || mlen < 0)
+		return -TW_EINVAL;
+	etcd_range_req req = { .key = key, .key_len = (size_t)klen };
+	etcd_range_result r = { 0 };
+	etcd_status st = { 0 };
+	int rc = tw__cl_note(c, tw__etcd_range(client, &req, &r, &st), &st);
+	if (rc == TW_OK)
+		rc = r.count == 1 && r.kvs[0].value_len == (size_t)mlen &&
+		     memcmp(r.kvs[0].value, mine, (size_t)mlen) == 0;
+	tw__etcd_range_result_free(&r);
 	return rc;
 }

@@ -50,6 +50,7 @@ struct cl_job {
 	uint64_t missed;          /* reported by the next run */
 	int64_t claiming_upto_ms; /* the worker's claim of fire times up to it is under way */
 	int64_t catchup_fire_ms;  /* a takeover's run for a missed fire time, claimed; 0: none */
+	int64_t last_run_fire_ms; /* the fire time of the latest run started here; 0: none */
 	unsigned refs;            /* the worker's hold across a request; freed at 0 once released */
 	bool released;
 };
@@ -84,7 +85,12 @@ struct tw_cluster {
 
 	atomic_int_least64_t lease_deadline_ns; /* CLOCK_MONOTONIC; past it minus the margin:
 						 * fenced */
-	atomic_bool stop, leaving;
+	/* stop ends both threads; stop_worker the worker alone (leave keeps the lease renewed
+	 * until it has handed its groups back). */
+	atomic_bool stop, stop_worker, leaving;
+	/* While leaving: the jobs as they were released, for the hand-back. */
+	struct cl_job_name *left;
+	size_t nleft, left_cap;
 	pthread_t keeper, worker;
 	bool keeper_started, worker_started;
 	/* Sleeps of the threads, cut short by leave. */
@@ -111,7 +117,8 @@ int tw__cl_note(struct tw_cluster *c, int rc, const etcd_status *st);
 bool tw__cl_fenced(struct tw_cluster *c, int64_t now_ns);
 /* The same, counting and logging a change (tw_cluster_counters.self_fences). */
 bool tw__cl_fence_check(struct tw_cluster *c, int64_t now_ns);
-void tw__cl_sleep(struct tw_cluster *c, unsigned ms);
+/* Sleeps ms, cut short by leave (worker: also when only the worker is told to stop). */
+void tw__cl_sleep(struct tw_cluster *c, unsigned ms, bool worker);
 
 /* schedule.c: fire times, pure. */
 int64_t tw__cl_next_fire(const struct cl_job *j, int64_t after_ms);
@@ -120,6 +127,10 @@ int64_t tw__cl_latest_fire(const struct cl_job *j, int64_t after_ms, int64_t upt
 int tw__cl_schedule_text(const struct cl_job *j, char *buf, size_t cap);
 
 /* claim.c */
+/* Whether the claim key of (job, fire) holds this replica's claim with token: a claim whose
+ * answer was lost (a timeout after etcd applied it). 1 yes, 0 no, < 0 a code. */
+int tw__cl_own_claim(struct tw_cluster *c, etcd_client *client, const struct cl_job *j,
+		     int64_t fire, uint64_t token);
 /* Claims fires[0..n) of jobs[0..n) in group g with token, one transaction; 1: claimed, 0:
  * refused (not owner, or one of them claimed), < 0: a cluster code. */
 int tw__cl_claim(struct tw_cluster *c, etcd_client *client, unsigned g, uint64_t token,
@@ -135,6 +146,7 @@ void tw__cl_take_group(struct tw_cluster *c, unsigned g, uint64_t token, bool ta
 /* A job's name and group, copied for a hand-back after the job is gone. */
 struct cl_job_name {
 	unsigned group;
+	int64_t last_run_fire_ms; /* claims after it and after now go back to the taker */
 	char name[TW_NAME_MAX + 1];
 };
 /* Hands groups back (their owner keys deleted, the hand-back recorded for the taker); with

@@ -37,21 +37,41 @@ static int record_member(struct tw_cluster *c, etcd_client *client, int64_t leas
 	return rc;
 }
 
+/* Whether a member of this replica's name is recorded: 1 yes, 0 no, < 0 a code. */
+static int member_recorded(struct tw_cluster *c, etcd_client *client)
+{
+	char key[CL_KEY_MAX];
+	int len = tw__cl_key(c, key, "members/%s", c->member);
+	etcd_range_req req = { .key = key, .key_len = (size_t)len, .count_only = true };
+	etcd_range_result r = { 0 };
+	etcd_status st = { 0 };
+	int rc = tw__cl_note(c, tw__etcd_range(client, &req, &r, &st), &st);
+	if (rc == TW_OK)
+		rc = r.total > 0;
+	tw__etcd_range_result_free(&r);
+	return rc;
+}
+
 int tw__cl_lease_take(struct tw_cluster *c, etcd_client *client)
 {
+	/* A name still recorded is a previous run of this replica whose lease has not expired
+	 * yet (or a live replica of the same name: then it stays, and the join fails). It is
+	 * waited for before the lease is granted, so that the wait costs the new lease nothing. */
+	int64_t give_up = tw__cl_mono_ns() + ((int64_t)c->ttl_s + 1) * 1000000000;
+	int rc;
+	while ((rc = member_recorded(c, client)) == 1 && tw__cl_mono_ns() < give_up &&
+	       !atomic_load(&c->stop))
+		tw__cl_sleep(c, 200, false);
+	if (rc != 0)
+		return rc == 1 ? -TW_EEXIST : rc;
 	etcd_status st = { 0 };
 	int64_t id = 0, ttl = 0;
 	int64_t sent = tw__cl_mono_ns();
-	int rc = tw__cl_note(c, tw__etcd_lease_grant(client, c->ttl_s, &id, &ttl, &st), &st);
+	rc = tw__cl_note(c, tw__etcd_lease_grant(client, c->ttl_s, &id, &ttl, &st), &st);
 	if (rc != TW_OK)
 		return rc;
-	/* A name still recorded is a previous run of this replica whose lease has not expired
-	 * yet (or a live replica of the same name: then it stays, and the join fails). */
-	int64_t give_up = tw__cl_mono_ns() + ((int64_t)c->ttl_s + 1) * 1000000000;
-	while ((rc = record_member(c, client, id)) == 0 && tw__cl_mono_ns() < give_up &&
-	       !atomic_load(&c->stop))
-		tw__cl_sleep(c, 200);
-	if (rc != 1) {
+	if ((rc = record_member(c, client, id)) != 1) {
+		/* Taken meanwhile by another start of the same name. */
 		(void)tw__etcd_lease_revoke(client, id, &st);
 		return rc == 0 ? -TW_EEXIST : rc;
 	}
@@ -113,10 +133,10 @@ void *tw__cl_keeper_main(void *arg)
 		tw__cl_fence_check(c, tw__cl_mono_ns());
 		if (rc == TW_OK) {
 			backoff_ms = 100;
-			tw__cl_sleep(c, c->ttl_s * 1000 / 3);
+			tw__cl_sleep(c, c->ttl_s * 1000 / 3, false);
 		} else {
 			/* Tries again soon: the fence is near when renewals fail. */
-			tw__cl_sleep(c, backoff_ms);
+			tw__cl_sleep(c, backoff_ms, false);
 			backoff_ms = backoff_ms * 2 > 1000 ? 1000 : backoff_ms * 2;
 		}
 	}

@@ -41,11 +41,19 @@ void tw__cl_job_release(void *arg)
 	if (j->release)
 		j->release(j->arg);
 	pthread_mutex_lock(&c->lock);
+	/* Still listed: a calendar job with no fire time left ended on its own. */
 	for (struct cl_job **p = &c->jobs; *p; p = &(*p)->next)
 		if (*p == j) {
 			*p = j->next;
+			c->stats.jobs--;
 			break;
 		}
+	if (c->left && c->nleft < c->left_cap) {
+		struct cl_job_name *l = &c->left[c->nleft++];
+		l->group = j->group;
+		l->last_run_fire_ms = j->last_run_fire_ms;
+		memcpy(l->name, j->name, sizeof l->name);
+	}
 	j->released = true;
 	j->refs++;
 	tw__cl_job_put(j);
@@ -88,15 +96,32 @@ static void wait_for_worker(struct tw_cluster *c, struct cl_job *j, int64_t fire
 }
 
 /* The claim of one fire time at its due, in the run's thread. Under lock; drops it around
- * the request. */
+ * the request. No executor waits on an etcd that did not answer the last request, nor longer
+ * than a moment for another run's claim: the engine's other tasks share these threads. */
 static uint64_t claim_now(struct tw_cluster *c, struct cl_job *j, int64_t fire, uint64_t token)
 {
+	if (!c->was_connected) {
+		j->missed++;
+		c->stats.missed++;
+		return 0;
+	}
 	j->claimed_upto_ms = fire;
 	pthread_mutex_unlock(&c->lock);
-	pthread_mutex_lock(&c->run_lock);
-	struct cl_job *jobs[1] = { j };
-	int rc = tw__cl_claim(c, c->run_client, j->group, token, jobs, &fire, 1);
-	pthread_mutex_unlock(&c->run_lock);
+	struct timespec until;
+	(void)clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 50000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	int rc = -TW_CLUSTER_EUNAVAILABLE;
+	if (pthread_mutex_timedlock(&c->run_lock, &until) == 0) {
+		struct cl_job *jobs[1] = { j };
+		rc = tw__cl_claim(c, c->run_client, j->group, token, jobs, &fire, 1);
+		if (rc == 0 && tw__cl_own_claim(c, c->run_client, j, fire, token) == 1)
+			rc = 1;
+		pthread_mutex_unlock(&c->run_lock);
+	}
 	pthread_mutex_lock(&c->lock);
 	if (rc < 0) {
 		/* etcd did not answer: nobody ran this fire time, and nobody else knows. */
@@ -110,6 +135,18 @@ static uint64_t claim_now(struct tw_cluster *c, struct cl_job *j, int64_t fire, 
 		return 0;
 	}
 	return token;
+}
+
+/* Drops the job's claims before fire without counting them (the caller counted them). */
+static void drop_claims_before(struct cl_job *j, int64_t fire)
+{
+	unsigned keep = 0;
+	for (unsigned i = 0; i < j->nclaimed; i++)
+		if (j->claimed[i] >= fire) {
+			j->claimed[keep] = j->claimed[i];
+			j->claimed_token[keep++] = j->claimed_token[i];
+		}
+	j->nclaimed = keep;
 }
 
 int tw__cl_run(const tw_fire *fire, void *arg)
@@ -130,17 +167,25 @@ int tw__cl_run(const tw_fire *fire, void *arg)
 		(void)tw__cl_arm(j, j->pending_fire_ms);
 	} else {
 		fire_ms = j->pending_fire_ms;
-		int64_t next = tw__cl_next_fire(j, fire_ms);
-		if (next < now) {
-			/* This replica fell behind by whole fire times: they pass unrun. */
+		if (fire_ms > now) {
+			/* The wall clock was set back since the task was armed: never early. */
+			(void)tw__cl_arm(j, fire_ms);
+			pthread_mutex_unlock(&c->lock);
+			return 0;
+		}
+		if (tw__cl_next_fire(j, fire_ms) <= now) {
+			/* This replica fell behind by whole fire times: it runs the latest, and the
+			 * ones before it pass unrun (with their claims, counted here once). */
+			int64_t latest = tw__cl_latest_fire(j, fire_ms, now);
 			if (g->token) {
-				uint64_t n = tw__cl_count_fires(j, fire_ms, now - 1);
+				uint64_t n = tw__cl_count_fires(j, fire_ms - 1, latest - 1);
 				j->missed += n;
 				c->stats.missed += n;
 			}
-			next = tw__cl_next_fire(j, now - 1);
+			drop_claims_before(j, latest);
+			fire_ms = latest;
 		}
-		(void)tw__cl_arm(j, next);
+		(void)tw__cl_arm(j, tw__cl_next_fire(j, fire_ms));
 	}
 	if (!g->token) {
 		c->stats.not_owner++;
@@ -153,25 +198,26 @@ int tw__cl_run(const tw_fire *fire, void *arg)
 		wait_for_worker(c, j, fire_ms);
 		token = take_claim(c, j, fire_ms, &found);
 	}
-	if (!found && fire_ms > j->claimed_upto_ms && g->token && !g->draining)
+	if (!found && fire_ms > j->claimed_upto_ms && g->token && !g->draining &&
+	    !tw__cl_fenced(c, tw__cl_mono_ns()))
 		found = (token = claim_now(c, j, fire_ms, g->token)) != 0;
-	uint64_t missed = 0;
-	if (found) {
-		missed = j->missed;
-		j->missed = 0;
-	}
 	pthread_mutex_unlock(&c->lock);
 	if (!found)
 		return 0;
 	int64_t start = tw__cl_mono_ns();
-	if (tw__cl_fence_check(c, start)) {
-		pthread_mutex_lock(&c->lock);
-		j->missed += missed + 1;
+	bool fenced = tw__cl_fence_check(c, start);
+	pthread_mutex_lock(&c->lock);
+	/* Checked once more under the lock: a cancel that returned before this point keeps
+	 * its promise that no run starts. */
+	if (fenced || j->cancelled) {
+		j->missed++;
 		c->stats.missed++;
 		pthread_mutex_unlock(&c->lock);
 		return 0;
 	}
-	pthread_mutex_lock(&c->lock);
+	uint64_t missed = j->missed;
+	j->missed = 0;
+	j->last_run_fire_ms = fire_ms;
 	c->stats.runs++;
 	pthread_mutex_unlock(&c->lock);
 	tw_cluster_fire cf = { .job = j->name,
@@ -181,7 +227,15 @@ int tw__cl_run(const tw_fire *fire, void *arg)
 			       .group = j->group,
 			       .due_ns = fire->due_ns,
 			       .start_lateness_ns = start - (int64_t)fire->due_ns };
-	return j->callback(&cf, j->arg);
+	/* A failure counts in the cluster's counters, never in the local task's: the engine
+	 * would pause a task after max_failures in a row, and no other replica could run the
+	 * job while this one owns its group. */
+	if (j->callback(&cf, j->arg) != 0) {
+		pthread_mutex_lock(&c->lock);
+		c->stats.failures++;
+		pthread_mutex_unlock(&c->lock);
+	}
+	return 0;
 }
 
 void tw__cl_take_group(struct tw_cluster *c, unsigned g, uint64_t token, bool takeover)

@@ -165,7 +165,7 @@ bool tw__cl_fence_check(struct tw_cluster *c, int64_t now_ns)
 	return fenced;
 }
 
-void tw__cl_sleep(struct tw_cluster *c, unsigned ms)
+void tw__cl_sleep(struct tw_cluster *c, unsigned ms, bool worker)
 {
 	struct timespec until;
 	(void)clock_gettime(CLOCK_MONOTONIC, &until);
@@ -176,7 +176,7 @@ void tw__cl_sleep(struct tw_cluster *c, unsigned ms)
 		until.tv_nsec -= 1000000000;
 	}
 	pthread_mutex_lock(&c->sleep_lock);
-	while (!atomic_load(&c->stop) &&
+	while (!atomic_load(&c->stop) && !(worker && atomic_load(&c->stop_worker)) &&
 	       pthread_cond_timedwait(&c->wake, &c->sleep_lock, &until) == 0)
 		;
 	pthread_mutex_unlock(&c->sleep_lock);

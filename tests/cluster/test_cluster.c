@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -485,6 +486,45 @@ Test(cluster, metrics_are_prometheus_text_that_promtool_accepts)
 	opt.labels = bad;
 	cr_expect_eq(tw_cluster_metrics_write(a, &opt, to_buf, &b), -TW_EINVAL);
 	cr_expect_eq(tw_cluster_metrics_write(a, NULL, refuse, NULL), -TW_EWRITE);
+	tw_cluster_leave(a);
+	tw_engine_destroy(e);
+}
+
+static atomic_int failing_runs;
+
+static int always_fails(const tw_cluster_fire *f, void *arg)
+{
+	(void)f;
+	(void)arg;
+	atomic_fetch_add(&failing_runs, 1);
+	return 1;
+}
+
+/* The engine pauses a task after max_failures failures in a row; a cluster job must not be
+ * paused on its owner, where no other replica could run it. */
+Test(cluster, a_failing_job_is_never_paused)
+{
+	tw_config ecfg;
+	tw_config_init(&ecfg);
+	ecfg.executors = 2;
+	ecfg.max_failures = 3;
+	tw_engine *e;
+	cr_assert_eq(tw_engine_create(&ecfg, &e), TW_OK);
+	tw_cluster *a;
+	cr_assert_eq(join(e, "a", "/t10/", 4, &a), TW_OK);
+	tw_cluster_job_spec s = { .name = "fails", .period_ms = 100, .callback = always_fails };
+	cr_assert_eq(tw_cluster_add(a, &s), TW_OK);
+	sleep_ms(1500);
+	tw_cluster_counters c;
+	tw_cluster_stats(a, &c);
+	cr_expect_geq(atomic_load(&failing_runs), 8, "ran %d times", atomic_load(&failing_runs));
+	cr_expect_eq(c.failures, c.runs);
+	tw_id id;
+	tw_task_info info;
+	cr_assert_eq(tw_find(e, "cluster:fails", &id), TW_OK);
+	cr_assert_eq(tw_get(e, id, &info), TW_OK);
+	cr_expect_neq(info.state, TW_PAUSED);
+	cr_expect_eq(info.failures, 0);
 	tw_cluster_leave(a);
 	tw_engine_destroy(e);
 }
