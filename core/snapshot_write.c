@@ -339,6 +339,8 @@ static void remove_stale(const char *target)
 	if (!d)
 		return;
 	size_t base_len = strlen(base);
+	/* The stream is this call's own, and glibc's readdir is safe for different streams in
+	 * different threads: NOLINTNEXTLINE(concurrency-mt-unsafe) */
 	for (struct dirent *ent; (ent = readdir(d)) != NULL;) {
 		if (!temporary_name(ent->d_name, base, base_len))
 			continue;
