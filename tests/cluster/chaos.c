@@ -363,14 +363,16 @@ static void check(struct run *runs, size_t n, int64_t from_ms, int64_t to_ms)
 	       "missed count\n",
 	       gaps_seen, gaps_accounted);
 	/* Takeovers: after an owner was lost, the first run of each job the lost one ran last
-	 * (in runs sorted by fire time). */
+	 * (in runs sorted by fire time), for the jobs with TW_MISFIRE_RUN_ONCE: their taker runs
+	 * them at once, so that run's start is when their group was taken (a _SKIP job waits
+	 * for its next fire time on top). */
 	int64_t takeover[MAX_FAULTS];
 	int ntake = 0;
 	for (int f = 0; f < nfaults; f++) {
 		if (!faults[f].owner_lost)
 			continue;
 		int64_t worst = -1;
-		for (int j = 0; j < CHAOS_JOBS; j++) {
+		for (int j = 0; j < CHAOS_JOBS; j += 2) {
 			const struct run *last = NULL, *next = NULL;
 			for (size_t i = 0; i < n; i++) {
 				if (runs[i].job != j)
@@ -398,7 +400,7 @@ static void check(struct run *runs, size_t n, int64_t from_ms, int64_t to_ms)
 	printf("chaos: resource took %u writes, refused %u stale ones\n", resource.accepted,
 	       resource.refused);
 	if (ntake)
-		printf("chaos: takeover after a lost owner (fault to the job's next run), %d "
+		printf("chaos: takeover after a lost owner (fault to the catch-up run of its jobs), %d "
 		       "faults: p50 %" PRId64 " ms, p99 %" PRId64 " ms, max %" PRId64 " ms\n",
 		       ntake, takeover[ntake / 2], takeover[(ntake * 99) / 100],
 		       takeover[ntake - 1]);
