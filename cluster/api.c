@@ -107,30 +107,11 @@ static int init_sync(struct tw_cluster *c)
 static int check_groups(struct tw_cluster *c)
 {
 	char key[CL_KEY_MAX], want[32];
-	int klen = tw__cl_key(c, key, "config/groups");
+	if (tw__cl_key(c, key, "config/groups") < 0)
+		return -TW_EINVAL;
 	int wlen = snprintf(want, sizeof want, "%u", c->groups);
-	etcd_compare absent = { .target = ETCD_CMP_CREATE,
-				.result = ETCD_CMP_EQUAL,
-				.key = key,
-				.key_len = (size_t)klen };
-	etcd_op put = { .kind = ETCD_OP_PUT,
-			.key = key,
-			.key_len = (size_t)klen,
-			.value = want,
-			.value_len = (size_t)wlen };
-	etcd_op get = { .kind = ETCD_OP_RANGE, .key = key, .key_len = (size_t)klen };
-	etcd_txn_result res = { 0 };
-	etcd_status st = { 0 };
-	int rc = tw__cl_note(
-		c, tw__etcd_txn(c->worker_client, &absent, 1, &put, 1, &get, 1, &res, &st), &st);
-	if (rc == TW_OK && !res.succeeded) {
-		const etcd_range_result *r = res.count == 1 ? &res.results[0].range : NULL;
-		if (!r || r->count != 1 || r->kvs[0].value_len != (size_t)wlen ||
-		    memcmp(r->kvs[0].value, want, (size_t)wlen) != 0)
-			rc = -TW_CLUSTER_ECONFLICT;
-	}
-	tw__etcd_txn_result_free(&res);
-	return rc;
+	int rc = tw__cl_create(c, c->worker_client, key, want, (size_t)wlen, 0);
+	return rc == 2 ? -TW_CLUSTER_ECONFLICT : rc < 0 ? rc : TW_OK;
 }
 
 static int check_config(const tw_cluster_config *cfg)
@@ -259,34 +240,13 @@ static int check_spec(const tw_cluster_job_spec *s)
 static int record_job(struct tw_cluster *c, const struct cl_job *j)
 {
 	char key[CL_KEY_MAX], text[1024];
-	int klen = tw__cl_key(c, key, "jobs/%s", j->name);
 	int tlen = tw__cl_schedule_text(j, text, sizeof text);
-	if (klen < 0 || tlen < 0)
+	if (tw__cl_key(c, key, "jobs/%s", j->name) < 0 || tlen < 0)
 		return -TW_EINVAL;
-	etcd_compare absent = { .target = ETCD_CMP_CREATE,
-				.result = ETCD_CMP_EQUAL,
-				.key = key,
-				.key_len = (size_t)klen };
-	etcd_op put = { .kind = ETCD_OP_PUT,
-			.key = key,
-			.key_len = (size_t)klen,
-			.value = text,
-			.value_len = (size_t)tlen };
-	etcd_op get = { .kind = ETCD_OP_RANGE, .key = key, .key_len = (size_t)klen };
-	etcd_txn_result res = { 0 };
-	etcd_status st = { 0 };
 	pthread_mutex_lock(&c->run_lock);
-	int rc = tw__cl_note(
-		c, tw__etcd_txn(c->run_client, &absent, 1, &put, 1, &get, 1, &res, &st), &st);
+	int rc = tw__cl_create(c, c->run_client, key, text, (size_t)tlen, 0);
 	pthread_mutex_unlock(&c->run_lock);
-	if (rc == TW_OK && !res.succeeded) {
-		const etcd_range_result *r = res.count == 1 ? &res.results[0].range : NULL;
-		if (!r || r->count != 1 || r->kvs[0].value_len != (size_t)tlen ||
-		    memcmp(r->kvs[0].value, text, (size_t)tlen) != 0)
-			rc = -TW_CLUSTER_ECONFLICT;
-	}
-	tw__etcd_txn_result_free(&res);
-	return rc;
+	return rc == 2 ? -TW_CLUSTER_ECONFLICT : rc < 0 ? rc : TW_OK;
 }
 
 static struct cl_job *find_job(struct tw_cluster *c, const char *name)

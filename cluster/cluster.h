@@ -103,6 +103,10 @@ int tw__cl_key(const struct tw_cluster *c, char *buf, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 unsigned tw__cl_hash(const char *s);
 bool tw__cl_member_name_ok(const char *s, size_t max);
+/* Puts key = value (under lease, 0: none) if the key is absent, in one transaction that reads
+ * it otherwise: 1 put; 0 present with that value; 2 present with another; < 0 a code. */
+int tw__cl_create(struct tw_cluster *c, etcd_client *client, const char *key, const void *value,
+		  size_t value_len, int64_t lease);
 
 /* time */
 int64_t tw__cl_mono_ns(void);

@@ -17,24 +17,10 @@
 static int record_member(struct tw_cluster *c, etcd_client *client, int64_t lease)
 {
 	char key[CL_KEY_MAX];
-	int len = tw__cl_key(c, key, "members/%s", c->member);
-	etcd_compare absent = { .target = ETCD_CMP_CREATE,
-				.result = ETCD_CMP_EQUAL,
-				.key = key,
-				.key_len = (size_t)len };
-	etcd_op put = { .kind = ETCD_OP_PUT,
-			.key = key,
-			.key_len = (size_t)len,
-			.value = c->member,
-			.value_len = strlen(c->member),
-			.lease = lease };
-	etcd_txn_result res = { 0 };
-	etcd_status st = { 0 };
-	int rc = tw__cl_note(c, tw__etcd_txn(client, &absent, 1, &put, 1, NULL, 0, &res, &st), &st);
-	if (rc == TW_OK)
-		rc = res.succeeded ? 1 : 0;
-	tw__etcd_txn_result_free(&res);
-	return rc;
+	if (tw__cl_key(c, key, "members/%s", c->member) < 0)
+		return -TW_EINVAL;
+	int rc = tw__cl_create(c, client, key, c->member, strlen(c->member), lease);
+	return rc < 0 ? rc : rc == 1;
 }
 
 /* Whether a member of this replica's name is recorded: 1 yes, 0 no, < 0 a code. */

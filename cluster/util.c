@@ -181,3 +181,34 @@ void tw__cl_sleep(struct tw_cluster *c, unsigned ms, bool worker)
 		;
 	pthread_mutex_unlock(&c->sleep_lock);
 }
+
+int tw__cl_create(struct tw_cluster *c, etcd_client *client, const char *key, const void *value,
+		  size_t value_len, int64_t lease)
+{
+	size_t klen = strlen(key);
+	etcd_compare absent = {
+		.target = ETCD_CMP_CREATE, .result = ETCD_CMP_EQUAL, .key = key, .key_len = klen
+	};
+	etcd_op put = { .kind = ETCD_OP_PUT,
+			.key = key,
+			.key_len = klen,
+			.value = value,
+			.value_len = value_len,
+			.lease = lease };
+	etcd_op get = { .kind = ETCD_OP_RANGE, .key = key, .key_len = klen };
+	etcd_txn_result res = { 0 };
+	etcd_status st = { 0 };
+	int rc = tw__cl_note(c, tw__etcd_txn(client, &absent, 1, &put, 1, &get, 1, &res, &st), &st);
+	if (rc == TW_OK && res.succeeded) {
+		rc = 1;
+	} else if (rc == TW_OK) {
+		const etcd_range_result *r = res.count == 1 ? &res.results[0].range : NULL;
+		rc = r && r->count == 1 && r->kvs[0].value_len == value_len &&
+				     (value_len == 0 ||
+				      memcmp(r->kvs[0].value, value, value_len) == 0) ?
+			     0 :
+			     2;
+	}
+	tw__etcd_txn_result_free(&res);
+	return rc;
+}

@@ -258,18 +258,33 @@ Test(cluster, unreachable_etcd_answers_unavailable)
 	tw_engine_destroy(e);
 }
 
-Test(cluster, two_replicas_run_each_fire_time_once_and_share_the_groups)
+/* Two replicas a and b (each an engine of its own) under prefix, both defining the six jobs
+ * j0..j5 of 100 ms; the runs recorded from empty. */
+static const char *const six_jobs[] = { "j0", "j1", "j2", "j3", "j4", "j5" };
+
+struct pair {
+	tw_engine *e1, *e2;
+	tw_cluster *a, *b;
+};
+
+static struct pair two_replicas(const char *prefix)
 {
 	record.n = 0;
-	tw_engine *e1 = new_engine(), *e2 = new_engine();
-	tw_cluster *a, *b;
-	cr_assert_eq(join(e1, "a", "/t6/", 4, &a), TW_OK);
-	cr_assert_eq(join(e2, "b", "/t6/", 4, &b), TW_OK);
-	const char *jobs[] = { "j0", "j1", "j2", "j3", "j4", "j5" };
+	struct pair p = { new_engine(), new_engine(), NULL, NULL };
+	cr_assert_eq(join(p.e1, "a", prefix, 4, &p.a), TW_OK);
+	cr_assert_eq(join(p.e2, "b", prefix, 4, &p.b), TW_OK);
 	for (int i = 0; i < 6; i++) {
-		cr_assert_eq(add_job(a, jobs[i], 100, 0), TW_OK);
-		cr_assert_eq(add_job(b, jobs[i], 100, 1), TW_OK);
+		cr_assert_eq(add_job(p.a, six_jobs[i], 100, 0), TW_OK);
+		cr_assert_eq(add_job(p.b, six_jobs[i], 100, 1), TW_OK);
 	}
+	return p;
+}
+
+Test(cluster, two_replicas_run_each_fire_time_once_and_share_the_groups)
+{
+	struct pair p = two_replicas("/t6/");
+	tw_cluster *a = p.a, *b = p.b;
+	const char *const *jobs = six_jobs;
 	sleep_ms(1000);
 	int64_t settled = wall_ms();
 	sleep_ms(2000);
@@ -288,22 +303,15 @@ Test(cluster, two_replicas_run_each_fire_time_once_and_share_the_groups)
 		cr_expect_eq(gaps(record.runs, record.n, jobs[i], 100, settled, end), 0,
 			     "%s missed fire times once the groups settled", jobs[i]);
 	pthread_mutex_unlock(&record.lock);
-	tw_engine_destroy(e1);
-	tw_engine_destroy(e2);
+	tw_engine_destroy(p.e1);
+	tw_engine_destroy(p.e2);
 }
 
 Test(cluster, a_leaving_replica_hands_its_groups_over)
 {
-	record.n = 0;
-	tw_engine *e1 = new_engine(), *e2 = new_engine();
-	tw_cluster *a, *b;
-	cr_assert_eq(join(e1, "a", "/t7/", 4, &a), TW_OK);
-	cr_assert_eq(join(e2, "b", "/t7/", 4, &b), TW_OK);
-	const char *jobs[] = { "j0", "j1", "j2", "j3", "j4", "j5" };
-	for (int i = 0; i < 6; i++) {
-		cr_assert_eq(add_job(a, jobs[i], 100, 0), TW_OK);
-		cr_assert_eq(add_job(b, jobs[i], 100, 1), TW_OK);
-	}
+	struct pair p = two_replicas("/t7/");
+	tw_cluster *a = p.a, *b = p.b;
+	const char *const *jobs = six_jobs;
 	sleep_ms(1500);
 	tw_cluster_leave(a);
 	int64_t left = wall_ms();
@@ -320,8 +328,8 @@ Test(cluster, a_leaving_replica_hands_its_groups_over)
 	for (int i = 0; i < 6; i++)
 		cr_expect_eq(gaps(record.runs, record.n, jobs[i], 100, left + 500, end), 0);
 	pthread_mutex_unlock(&record.lock);
-	tw_engine_destroy(e1);
-	tw_engine_destroy(e2);
+	tw_engine_destroy(p.e1);
+	tw_engine_destroy(p.e2);
 }
 
 static int child_note(const tw_cluster_fire *f, void *arg)
