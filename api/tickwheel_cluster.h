@@ -38,9 +38,13 @@
  * while the claimer still owns the group with the same token. The owner claims the fire times
  * due within cfg.claim_ahead_ms ahead of time (a few jobs' fire times per transaction), so
  * that a run starts at the engine's precision rather than after a round trip to etcd; a fire
- * time not claimed by its due is claimed then, in the run's own thread. A replica whose claim
- * fails (another owner, etcd unreachable) does not run that fire time. No fire time is run
- * twice, across replicas, takeovers and restarts, as long as etcd keeps its data.
+ * time not claimed by its due is claimed then, in the run's own thread (an executor of the
+ * engine: so not while etcd did not answer the replica's last request, and not when another
+ * run's claim holds that up for more than 50 ms). A replica whose claim fails or is not made
+ * (another owner, etcd unreachable) does not run that fire time, and counts it missed unless
+ * another owner has it. No fire time is run twice, across replicas, takeovers and restarts,
+ * as long as etcd keeps its data and the replicas' wall clocks are not set back past a fire
+ * time already run.
  *
  * Self-fencing. A replica counts its lease as valid until the time it sent the last
  * successful renewal plus the TTL, on its own CLOCK_MONOTONIC, which is never later than etcd
