@@ -69,13 +69,18 @@ static __attribute__((noinline)) int check_first_due(const struct tw_engine *e,
 static inline int op_cancel(struct tw_engine *e, struct tw_task *task, uint64_t unused,
 			    uint64_t now_ns, struct after_unlock *after);
 
-/* Ends a task added while the engine began to stop (no-op if stop did). */
-static void cancel_while_stopping(struct tw_engine *e, struct tw_task *task)
+/* Ends a task added while the engine began to stop (no-op if stop did). A task another
+ * thread found, cancelled and saw reaped meanwhile is gone, and its slot may hold another:
+ * only the task of this id is touched. */
+static void cancel_while_stopping(struct tw_engine *e, struct tw_task *task, tw_id id)
 {
 	struct after_unlock after = { 0 };
 	tw__task_lock(task);
-	op_cancel(e, task, 0, 0, &after);
-	tw__task_end_if_idle(e, task, NULL, &after); /* no-op if the cancel or stop did it */
+	if (atomic_load_explicit(&task->id, memory_order_relaxed) == id) {
+		op_cancel(e, task, 0, 0, &after);
+		/* A no-op if the cancel or the stop ended it. */
+		tw__task_end_if_idle(e, task, NULL, &after);
+	}
 	tw__task_unlock(task);
 	after_unlock_run(after);
 }
@@ -220,7 +225,7 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	 * did exist, so this is a success: an error always means "never added,
 	 * never released". */
 	if (atomic_load_explicit(&e->stopping, memory_order_seq_cst))
-		cancel_while_stopping(e, task);
+		cancel_while_stopping(e, task, id);
 	return TW_OK;
 }
 

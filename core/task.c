@@ -132,6 +132,21 @@ static void populate(void *chunk, size_t bytes)
 #endif
 }
 
+/* populate() for a reservation, which promises -TW_ENOMEM when the memory is refused: the
+ * kernel answers ENOMEM (or EFAULT) when it cannot fault the pages in; a kernel without the
+ * advice (EINVAL) leaves them to the adds, as populate() does. */
+static int populate_reserved(void *chunk, size_t bytes)
+{
+#ifdef MADV_POPULATE_WRITE
+	if (madvise(chunk, bytes, MADV_POPULATE_WRITE) != 0 && (errno == ENOMEM || errno == EFAULT))
+		return -TW_ENOMEM;
+#else
+	(void)chunk;
+	(void)bytes;
+#endif
+	return TW_OK;
+}
+
 /* Lock held: memory for chunk number `chunks`, in a new region or after the last chunk. */
 static struct tw_task *chunk_map(struct task_dir *d, size_t chunks)
 {
@@ -251,7 +266,7 @@ int tw__table_reserve(struct task_table *t, uint64_t tasks)
 		struct tw_task *fresh = NULL;
 		rc = grow(t, &fresh);
 		if (rc == TW_OK)
-			populate(fresh, TABLE_CHUNK_ALIGN);
+			rc = populate_reserved(fresh, TABLE_CHUNK_ALIGN);
 	}
 	pthread_mutex_unlock(&t->lock);
 	return rc;
