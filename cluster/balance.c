@@ -151,6 +151,12 @@ static size_t reconcile(struct tw_cluster *c, const struct view *v, unsigned *ad
 	return nadopt;
 }
 
+/* What a holder records of itself (holder/, released/): its name and lease, one incarnation. */
+static int holder_value(const struct tw_cluster *c, int64_t lease, char *buf, size_t cap)
+{
+	return snprintf(buf, cap, "%s %" PRIx64, c->member, (uint64_t)lease);
+}
+
 /* Takes group g if it is free: 1 taken, 0 not, < 0 a code. */
 static int take(struct tw_cluster *c, unsigned g, int64_t lease)
 {
@@ -158,7 +164,7 @@ static int take(struct tw_cluster *c, unsigned g, int64_t lease)
 	int olen = tw__cl_key(c, owner, "owners/%04u", g);
 	int hlen = tw__cl_key(c, holder, "holder/%04u", g);
 	int rlen = tw__cl_key(c, released, "released/%04u", g);
-	int melen = snprintf(me, sizeof me, "%s %" PRIx64, c->member, (uint64_t)lease);
+	int melen = holder_value(c, lease, me, sizeof me);
 	etcd_compare free_ = { .target = ETCD_CMP_CREATE,
 			       .result = ETCD_CMP_EQUAL,
 			       .key = owner,
@@ -231,7 +237,7 @@ int tw__cl_hand_back(struct tw_cluster *c, etcd_client *client, const unsigned *
 		char owner[CL_KEY_MAX], released[CL_KEY_MAX], me[96];
 		int olen = tw__cl_key(c, owner, "owners/%04u", g);
 		int rlen = tw__cl_key(c, released, "released/%04u", g);
-		int melen = snprintf(me, sizeof me, "%s %" PRIx64, c->member, (uint64_t)lease);
+		int melen = holder_value(c, lease, me, sizeof me);
 		etcd_compare mine = { .target = ETCD_CMP_CREATE,
 				      .result = ETCD_CMP_EQUAL,
 				      .key = owner,

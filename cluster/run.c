@@ -62,26 +62,35 @@ void tw__cl_job_release(void *arg)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Takes fire out of the job's claims; claims before it were not run (the local task fell
- * behind): missed. Under lock. */
-static uint64_t take_claim(struct tw_cluster *c, struct cl_job *j, int64_t fire, bool *found)
+/* Takes the job's claims up to fire out of its ring: *found says whether fire's own was
+ * there, and *token is its token. Returns how many claims before fire went. Under lock. */
+static unsigned take_claims_upto(struct cl_job *j, int64_t fire, bool *found, uint64_t *token)
 {
-	uint64_t token = 0;
-	unsigned keep = 0;
+	unsigned keep = 0, before = 0;
 	*found = false;
 	for (unsigned i = 0; i < j->nclaimed; i++) {
 		if (j->claimed[i] == fire) {
 			*found = true;
-			token = j->claimed_token[i];
+			*token = j->claimed_token[i];
 		} else if (j->claimed[i] < fire) {
-			j->missed++;
-			c->stats.missed++;
+			before++;
 		} else {
 			j->claimed[keep] = j->claimed[i];
 			j->claimed_token[keep++] = j->claimed_token[i];
 		}
 	}
 	j->nclaimed = keep;
+	return before;
+}
+
+/* Takes fire out of the job's claims; claims before it were not run (the local task fell
+ * behind): missed. Under lock. */
+static uint64_t take_claim(struct tw_cluster *c, struct cl_job *j, int64_t fire, bool *found)
+{
+	uint64_t token = 0;
+	unsigned before = take_claims_upto(j, fire, found, &token);
+	j->missed += before;
+	c->stats.missed += before;
 	return token;
 }
 
@@ -137,18 +146,6 @@ static uint64_t claim_now(struct tw_cluster *c, struct cl_job *j, int64_t fire, 
 	return token;
 }
 
-/* Drops the job's claims before fire without counting them (the caller counted them). */
-static void drop_claims_before(struct cl_job *j, int64_t fire)
-{
-	unsigned keep = 0;
-	for (unsigned i = 0; i < j->nclaimed; i++)
-		if (j->claimed[i] >= fire) {
-			j->claimed[keep] = j->claimed[i];
-			j->claimed_token[keep++] = j->claimed_token[i];
-		}
-	j->nclaimed = keep;
-}
-
 int tw__cl_run(const tw_fire *fire, void *arg)
 {
 	struct cl_job *j = arg;
@@ -182,7 +179,9 @@ int tw__cl_run(const tw_fire *fire, void *arg)
 				j->missed += n;
 				c->stats.missed += n;
 			}
-			drop_claims_before(j, latest);
+			bool found_before;
+			uint64_t unused;
+			(void)take_claims_upto(j, latest - 1, &found_before, &unused);
 			fire_ms = latest;
 		}
 		(void)tw__cl_arm(j, tw__cl_next_fire(j, fire_ms));
