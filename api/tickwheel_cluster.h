@@ -210,6 +210,20 @@ typedef struct {
 	bool fenced;       /* fenced now */
 	bool connected;    /* the last request to etcd was answered */
 	uint64_t failures; /* cluster runs whose callback returned nonzero */
+	/* Deferred tasks (see "Deferred tasks" below). */
+	uint64_t defers;            /* tasks deferred by this replica (tw_cluster_defer*) */
+	uint64_t defer_pending;     /* tasks of the owned groups held here now, claimed or not */
+	uint64_t defer_inflight;    /* handlers running here now */
+	uint64_t defer_unhandled;   /* tasks held here now whose kind has no handler here */
+	uint64_t defer_runs;        /* handlers started here */
+	uint64_t defer_failures;    /* of them, returned nonzero */
+	uint64_t defer_retries;     /* failed runs put back to run again after their backoff */
+	uint64_t defer_dead;        /* tasks moved to the dead letters here (attempts used up) */
+	uint64_t defer_reclaims;    /* tasks claimed here that a lost owner had claimed: their
+				     * run may be a second one (tw_cluster_task.attempt > 1) */
+	uint64_t defer_claim_requests; /* claim transactions sent (several tasks each) */
+	uint64_t defer_loaded;      /* tasks read from etcd at group loads (takeovers, reloads) */
+	uint64_t defer_load_ms_last; /* how long the last group load took, in ms */
 } tw_cluster_counters;
 
 TW_API void tw_cluster_config_init_sized(tw_cluster_config *cfg, size_t size);
@@ -339,6 +353,185 @@ static inline int tw_cluster_metrics_write(tw_cluster *c, const tw_metrics_optio
 }
 
 /*
+ * Deferred tasks: a durable delay queue on the same etcd and the same groups as the jobs.
+ *
+ * A deferred task (tw_cluster_defer) is one run of a handler, at a due time, that outlives
+ * the replica that deferred it: an order to cancel 15 minutes after creation if unpaid, a
+ * device to mark offline 90 s after its last message. It has a kind (which handler runs it),
+ * a key chosen by the producer (unique among the live tasks: it names the task for cancel and
+ * move, and is the handler's idempotency key), a due time in UTC milliseconds, and a payload
+ * of at most TW_CLUSTER_PAYLOAD_MAX bytes. Any replica may defer, cancel or move any task.
+ *
+ * Where it lives. The task is stored in etcd in its group (tw_cluster_group_of of its key),
+ * which has the same owner as that group's jobs. The owner holds every task of its groups in
+ * its engine: it reads them when it takes the group (a paged range read) and follows changes
+ * with a watch from that revision, so a task deferred anywhere reaches the owner's wheel
+ * within a round trip or two. Each held task is one local task of the engine (unnamed; it
+ * counts in tw_config.max_tasks), with no payload in memory until it is claimed.
+ *
+ * Claim and run. cfg.claim_ahead_ms before its due, the owner claims the task: a transaction
+ * that succeeds only while the owner still owns the group with its token and the task is as
+ * the owner last read it, and that records the claim (the attempt number, the member, the
+ * token) beside the task. At the due the handler runs on an executor of the engine, with the
+ * key, payload, attempt and token (tw_cluster_task), never before the due on the owner's
+ * wall clock. A task whose due is nearer than claim_ahead_ms when the owner learns of it is
+ * claimed at once and runs as soon as its claim is answered. When the handler returns 0 the
+ * task is deleted; nonzero is a failure: the task is put back due backoff_ms * 2^(n - 1)
+ * after the n-th failed attempt (at most TW_CLUSTER_BACKOFF_MAX_MS), and after max_attempts
+ * attempts it is moved to the dead letters (tw_cluster_dead_read), from which
+ * tw_cluster_requeue (and `tw-cluster requeue`) puts it back. These writes are made by the
+ * cluster's own thread after the handler returned, a few tasks per transaction.
+ *
+ * What is promised. A task deferred (TW_OK, or -TW_EEXIST on a retry of the same defer) is
+ * never lost while etcd keeps its data: it stays in etcd until a handler returned 0 for it or
+ * it went to the dead letters. It never runs early. It runs once, except when its owner is
+ * lost (killed, or its lease ran out) between its claim and the write that deletes it after
+ * its handler: the next owner then claims it again with attempt + 1 and runs it at the
+ * takeover, so its handler may have run already (at least once: use the key, and the attempt,
+ * to make the handler's effect happen once). An attempt number above 1 says an earlier
+ * claim may have run: a failure, or a lost owner (tw_cluster_counters.defer_reclaims). A
+ * task cancelled (TW_OK) never runs after the cancel returns. Once claimed a task can no
+ * longer be cancelled or moved (-TW_ESTATE): it will run.
+ *
+ * Handlers. Each replica registers a handler per kind (tw_cluster_handle); register every
+ * kind on every replica, as with jobs. A task whose kind has no handler on its owner is not
+ * claimed: it waits in etcd and in the owner's count (defer_unhandled) until its owner
+ * registers the kind or another owner that has it takes the group; it is never dropped.
+ *
+ * Costs. A task costs etcd one key (its key, about 50 bytes of header and its payload) for
+ * as long as it is pending; a defer is one transaction, tw_cluster_defer_many one for up to
+ * TW_CLUSTER_DEFER_BATCH_MAX tasks; a run costs a claim (shared with other tasks due near
+ * it) and a delete (batched likewise). perf/README.md gives the measured figures and
+ * README.md the scale at which to shard across etcd clusters.
+ */
+
+/* The longest task key, in bytes without its NUL: printable ASCII without space (0x21 to
+ * 0x7e). */
+#define TW_CLUSTER_KEY_MAX 200
+/* The longest kind, in bytes without its NUL: [A-Za-z0-9._:-]. */
+#define TW_CLUSTER_KIND_MAX 63
+/* The largest payload, in bytes. */
+#define TW_CLUSTER_PAYLOAD_MAX 8192
+/* The most tasks tw_cluster_defer_many takes at once. */
+#define TW_CLUSTER_DEFER_BATCH_MAX 60
+/* The most attempts a task may be given, and the longest wait between two of them. */
+#define TW_CLUSTER_ATTEMPTS_MAX 1000
+#define TW_CLUSTER_BACKOFF_MAX_MS 3600000
+
+typedef struct {
+	const char *kind; /* required: 1 to TW_CLUSTER_KIND_MAX bytes of [A-Za-z0-9._:-] */
+	const char *key;  /* required: 1 to TW_CLUSTER_KEY_MAX bytes of 0x21 to 0x7e */
+	/* The due: an absolute time in UTC ms since the epoch (> 0), or, when due_ms is 0,
+	 * delay_ms from now on this replica's wall clock (at most 2^40). A due already past
+	 * runs as soon as the owner has it. */
+	int64_t due_ms;
+	uint64_t delay_ms;
+	const void *payload; /* payload_len bytes, copied; NULL when payload_len is 0 */
+	size_t payload_len;  /* at most TW_CLUSTER_PAYLOAD_MAX */
+	/* Attempts before the task goes to the dead letters: 1 to TW_CLUSTER_ATTEMPTS_MAX;
+	 * 0: the default, 5. */
+	unsigned max_attempts;
+	/* The wait after the first failed attempt, doubled after each further one, capped at
+	 * TW_CLUSTER_BACKOFF_MAX_MS; 0: the default, 1000. */
+	unsigned backoff_ms;
+} tw_cluster_defer_spec;
+
+/* A deferred task's run, handed to its handler. Grows at its end only. */
+typedef struct {
+	const char *kind;
+	const char *key;     /* the idempotency key */
+	const void *payload; /* payload_len bytes, valid until the handler returns */
+	size_t payload_len;
+	unsigned attempt;      /* 1 for the first claim; see "What is promised" */
+	unsigned max_attempts; /* as deferred */
+	uint64_t token;        /* the owner's fencing token, as tw_cluster_fire.token */
+	int64_t due_ms;        /* the due this run stands for, UTC ms */
+	unsigned group;
+	uint64_t due_ns;           /* that due on this replica's CLOCK_MONOTONIC */
+	int64_t start_lateness_ns; /* start minus due_ns */
+} tw_cluster_task;
+
+/* Runs on an executor of the local engine, on the owner. 0: done, the task is deleted;
+ * nonzero: a failed attempt (retried after its backoff, or dead-lettered after the last). */
+typedef int (*tw_cluster_handler)(const tw_cluster_task *task, void *arg);
+
+TW_API int tw_cluster_defer_sized(tw_cluster *c, const tw_cluster_defer_spec *spec, size_t size);
+TW_API int tw_cluster_defer_many_sized(tw_cluster *c, const tw_cluster_defer_spec *specs,
+				       size_t n, size_t size, int *results);
+
+/**
+ * tw_cluster_defer() - stores a deferred task in etcd, if no live task has its key.
+ * @spec: the task; copied.
+ *
+ * One create-if-absent transaction: a producer whose call timed out (the answer lost, the
+ * task perhaps stored) calls again with the same spec, and gets TW_OK or -TW_EEXIST, never a
+ * second task. A key that is only in the dead letters is free.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL arguments, a kind or key outside its limits, a payload
+ * over TW_CLUSTER_PAYLOAD_MAX (or NULL with a length), a due_ms below 0, max_attempts over
+ * TW_CLUSTER_ATTEMPTS_MAX; -TW_ERANGE for a delay above 2^40; -TW_EEXIST when a live task
+ * (pending or claimed) has the key; -TW_CLUSTER_EUNAVAILABLE (the task may or may not be
+ * stored: call again), -TW_CLUSTER_EETCD; -TW_ENOMEM; -TW_ESHUTDOWN after tw_cluster_leave
+ * began. Any thread, a callback or handler too. Blocks for one round trip to etcd.
+ */
+static inline int tw_cluster_defer(tw_cluster *c, const tw_cluster_defer_spec *spec)
+{
+	return tw_cluster_defer_sized(c, spec, sizeof *spec);
+}
+
+/**
+ * tw_cluster_defer_many() - stores @n tasks in one transaction: all of them, or none.
+ * @results: NULL, or @n codes: TW_OK for each task when all were stored; when one key was
+ * taken, -TW_EEXIST for each taken key and TW_OK for the others (none of which was stored).
+ *
+ * Return: TW_OK when all were stored; -TW_EINVAL also for @n of 0 or above
+ * TW_CLUSTER_DEFER_BATCH_MAX, a key given twice, or payloads above 512 KiB together;
+ * -TW_EEXIST when a key was taken (nothing stored); otherwise as tw_cluster_defer. Blocks
+ * for one round trip.
+ */
+static inline int tw_cluster_defer_many(tw_cluster *c, const tw_cluster_defer_spec *specs,
+					size_t n, int *results)
+{
+	return tw_cluster_defer_many_sized(c, specs, n, sizeof *specs, results);
+}
+
+/**
+ * tw_cluster_defer_cancel() - deletes a pending task: it never runs.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL or a bad key; -TW_ENOTFOUND when no live task has the
+ * key (never deferred, cancelled, done, or dead-lettered); -TW_ESTATE when the task is
+ * claimed (it is about to run, runs, or waits to be put back after a failure): it was not
+ * cancelled; -TW_CLUSTER_EUNAVAILABLE (cancelled or not: call again), -TW_CLUSTER_EETCD;
+ * -TW_ENOMEM; -TW_ESHUTDOWN. Any thread, a handler too. Blocks for one round trip.
+ */
+TW_API int tw_cluster_defer_cancel(tw_cluster *c, const char *key);
+
+/**
+ * tw_cluster_defer_move() - gives a pending task a new due: @due_ms (UTC ms, > 0), or when
+ * it is 0, @delay_ms from now (at most 2^40). Its kind, payload and attempts stay.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL, a bad key or a due_ms below 0; -TW_ERANGE for a delay
+ * above 2^40; -TW_ENOTFOUND, -TW_ESTATE as tw_cluster_defer_cancel; -TW_CLUSTER_EUNAVAILABLE,
+ * -TW_CLUSTER_EETCD; -TW_ENOMEM; -TW_ESHUTDOWN. Any thread, a handler too. Blocks for two
+ * round trips (a read, then a transaction that checks nothing changed in between; repeated
+ * if something did).
+ */
+TW_API int tw_cluster_defer_move(tw_cluster *c, const char *key, int64_t due_ms,
+				 uint64_t delay_ms);
+
+/**
+ * tw_cluster_handle() - registers this replica's handler of a kind. @arg is passed to it;
+ * it must live until tw_cluster_leave returns. Tasks of the kind this replica holds that
+ * waited for a handler are claimed from now on.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL @c or @handler, a bad kind; -TW_EEXIST when the kind
+ * has a handler here already; -TW_ENOMEM; -TW_ESHUTDOWN after tw_cluster_leave began. Any
+ * thread, a handler too. Does not block on etcd.
+ */
+TW_API int tw_cluster_handle(tw_cluster *c, const char *kind, tw_cluster_handler handler,
+			     void *arg);
+
+/*
  * What etcd holds of a cluster, read by anyone (an operator's tool, a status page), with no
  * lease and no engine: tw_cluster_view_read. Read as of one etcd revision.
  */
@@ -363,6 +556,8 @@ typedef struct {
 	tw_cluster_group_view *group; /* groups entries */
 	size_t njobs;
 	tw_cluster_job_view *jobs; /* sorted by name */
+	/* Deferred tasks: live ones (pending and claimed), of them claimed, and dead letters. */
+	uint64_t tasks, tasks_claimed, dead;
 } tw_cluster_view;
 
 /**
@@ -373,13 +568,82 @@ typedef struct {
  *
  * Return: TW_OK; -TW_EINVAL for NULL @endpoints or @out, or a bad prefix;
  * -TW_CLUSTER_EUNAVAILABLE, -TW_CLUSTER_EETCD; -TW_ENOMEM. Any thread. Blocks for one round
- * trip (one transaction of five ranges); O(members + groups + jobs).
+ * trip (one transaction of eight ranges, three of them counts); O(members + groups + jobs).
  */
 TW_API int tw_cluster_view_read(const char *const *endpoints, const char *prefix,
 				unsigned timeout_ms, tw_cluster_view **out);
 
 /** tw_cluster_view_free() - frees a view. NULL: nothing. */
 TW_API void tw_cluster_view_free(tw_cluster_view *view);
+
+/* Deferred tasks as etcd holds them, read with no lease and no engine (tw-cluster). */
+enum {
+	TW_CLUSTER_TASK_PENDING = 1, /* waiting for its due, or for its owner's claim */
+	TW_CLUSTER_TASK_CLAIMED,     /* claimed: about to run, running, or being put back */
+	TW_CLUSTER_TASK_DEAD,        /* in the dead letters: its attempts were used up */
+};
+
+typedef struct {
+	const char *key;
+	const char *kind;
+	unsigned state; /* TW_CLUSTER_TASK_* */
+	int64_t due_ms; /* UTC ms; for a dead letter, the due of its last attempt */
+	/* Attempts that ended (pending, dead); for a claimed task, the claim's attempt. */
+	unsigned attempt;
+	unsigned max_attempts, backoff_ms, group;
+	const char *claimed_by; /* claimed: the claiming member; NULL otherwise */
+	uint64_t token;         /* claimed: its fencing token; 0 otherwise */
+	int last_code;          /* dead: what the last attempt's handler returned */
+	const void *payload;
+	size_t payload_len;
+} tw_cluster_task_view;
+
+typedef struct {
+	int64_t revision; /* etcd's revision the list was read at */
+	size_t count;
+	tw_cluster_task_view *tasks;
+	bool more; /* tw_cluster_dead_read: more dead letters after the last one listed */
+} tw_cluster_task_list;
+
+/**
+ * tw_cluster_task_read() - what etcd holds under @key: its live task (pending or claimed)
+ * and its dead letter, in that order; none, one or both.
+ * @endpoints, @prefix, @timeout_ms: as tw_cluster_view_read.
+ * @out: receives the list; free it with tw_cluster_task_list_free.
+ *
+ * Return: TW_OK (also for a key with nothing: count 0); -TW_EINVAL for NULL @endpoints, @key
+ * or @out, a bad key or prefix; -TW_ENOTFOUND when no replica ever joined under the prefix;
+ * -TW_CLUSTER_EUNAVAILABLE, -TW_CLUSTER_EETCD; -TW_ENOMEM. Any thread. Blocks for two round
+ * trips.
+ */
+TW_API int tw_cluster_task_read(const char *const *endpoints, const char *prefix,
+				unsigned timeout_ms, const char *key, tw_cluster_task_list **out);
+
+/**
+ * tw_cluster_dead_read() - the dead letters in key order, from the first key after @after
+ * (NULL: from the first), at most @limit (0: 1000) of them; more says whether others follow.
+ *
+ * Return: as tw_cluster_task_read. Blocks for one round trip; O(@limit).
+ */
+TW_API int tw_cluster_dead_read(const char *const *endpoints, const char *prefix,
+				unsigned timeout_ms, const char *after, size_t limit,
+				tw_cluster_task_list **out);
+
+/** tw_cluster_task_list_free() - frees a list. NULL: nothing. */
+TW_API void tw_cluster_task_list_free(tw_cluster_task_list *list);
+
+/**
+ * tw_cluster_requeue() - puts a dead letter back as a pending task with no attempts made,
+ * due at @due_ms (UTC ms; 0: now), in one transaction (the dead letter goes as the task
+ * comes).
+ *
+ * Return: TW_OK; -TW_EINVAL as tw_cluster_task_read, or a due_ms below 0; -TW_ENOTFOUND
+ * when @key has no dead letter (or no replica ever joined under the prefix); -TW_EEXIST when
+ * a live task has the key (the dead letter stays); -TW_CLUSTER_EUNAVAILABLE,
+ * -TW_CLUSTER_EETCD; -TW_ENOMEM. Any thread. Blocks for two round trips.
+ */
+TW_API int tw_cluster_requeue(const char *const *endpoints, const char *prefix,
+			      unsigned timeout_ms, const char *key, int64_t due_ms);
 
 /**
  * tw_cluster_group_of() - the group a job's name hashes into, among @groups (FNV-1a of the
