@@ -66,6 +66,7 @@ static bool prefix_ok(const char *p)
 
 static void free_cluster(struct tw_cluster *c)
 {
+	tw__cl_defer_free(c);
 	tw__etcd_client_destroy(c->keeper_client);
 	tw__etcd_client_destroy(c->worker_client);
 	tw__etcd_client_destroy(c->run_client);
@@ -201,6 +202,8 @@ TW_CLUSTER_API int tw_cluster_join_sized(const tw_cluster_config *user, size_t s
 					   c->timeout_ms, clients[i], &st) != 0)
 			rc = st.kind == ETCD_ENOMEM ? -TW_ENOMEM : -TW_EINVAL;
 	if (rc == TW_OK)
+		rc = tw__cl_defer_init(c);
+	if (rc == TW_OK)
 		rc = check_groups(c);
 	if (rc == TW_OK)
 		rc = tw__cl_lease_take(c, c->worker_client);
@@ -209,7 +212,8 @@ TW_CLUSTER_API int tw_cluster_join_sized(const tw_cluster_config *user, size_t s
 		tw__cl_log(c, TW_LOG_INFO, "cluster %s: joined %s (lease %" PRIx64 ", ttl %u s)",
 			   c->member, tw__etcd_client_endpoint(c->worker_client),
 			   (uint64_t)c->lease_id, c->ttl_s);
-	if (rc == TW_OK && (rc = start_threads(c)) != TW_OK) {
+	if (rc == TW_OK && ((rc = start_threads(c)) != TW_OK || (rc = tw__cl_defer_start(c)) != TW_OK)) {
+		tw__cl_defer_free(c);
 		stop_threads(c);
 		(void)tw__etcd_lease_revoke(c->worker_client, c->lease_id, &st);
 	}
@@ -383,6 +387,9 @@ TW_CLUSTER_API void tw_cluster_leave(tw_cluster *c)
 	if (c->worker_started)
 		pthread_join(c->worker, NULL);
 	c->worker_started = false;
+	/* With the groups still ours: deferred tasks' handlers finish, their results are
+	 * written, and the claims not yet run go back. */
+	tw__cl_defer_drain(c);
 	pthread_mutex_lock(&c->lock);
 	atomic_store(&c->leaving, true);
 	/* Each job's name, group and latest run, recorded as the engine releases it. */
@@ -441,6 +448,21 @@ TW_CLUSTER_API int tw_cluster_stats_sized(tw_cluster *c, tw_cluster_counters *ou
 	pthread_mutex_lock(&c->lock);
 	s = c->stats;
 	pthread_mutex_unlock(&c->lock);
+	struct cl_defer *d = c->defer;
+	pthread_mutex_lock(&d->lock);
+	s.defers = d->stats.defers;
+	s.defer_pending = d->count;
+	s.defer_inflight = d->stats.inflight;
+	s.defer_unhandled = d->stats.unhandled;
+	s.defer_runs = d->stats.runs;
+	s.defer_failures = d->stats.failures;
+	s.defer_retries = d->stats.retries;
+	s.defer_dead = d->stats.dead;
+	s.defer_reclaims = d->stats.reclaims;
+	s.defer_claim_requests = d->stats.claim_requests;
+	s.defer_loaded = d->stats.loaded;
+	s.defer_load_ms_last = d->stats.load_ms_last;
+	pthread_mutex_unlock(&d->lock);
 	s.fenced = tw__cl_fenced(c, tw__cl_mono_ns());
 	memset(out, 0, size);
 	memcpy(out, &s, size < sizeof s ? size : sizeof s);

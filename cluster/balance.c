@@ -146,6 +146,8 @@ static size_t reconcile(struct tw_cluster *c, const struct view *v, unsigned *ad
 	c->stats.groups_owned = owned;
 	c->stats.members = v->nmembers;
 	pthread_mutex_unlock(&c->lock);
+	if (nlost)
+		tw__cl_defer_groups_changed(c);
 	for (size_t i = 0; i < nlost; i++)
 		tw__cl_log(c, TW_LOG_WARNING, "cluster %s: lost group %u", c->member, lost[i]);
 	return nadopt;
@@ -299,6 +301,7 @@ int tw__cl_hand_back(struct tw_cluster *c, etcd_client *client, const unsigned *
 		if (c->stats.groups_owned)
 			c->stats.groups_owned--;
 		pthread_mutex_unlock(&c->lock);
+		tw__cl_defer_groups_changed(c);
 	}
 	for (size_t j = 0; k && j < HAND_BACK_JOBS; j++)
 		free(k[j].end);
@@ -335,6 +338,8 @@ static void rebalance(struct tw_cluster *c, const struct view *v, int64_t lease)
 		for (struct cl_job *j = c->jobs; j; j = j->next)
 			if (j->group == g && j->nclaimed)
 				idle = false;
+		if (tw__cl_defer_group_busy(c, g))
+			idle = false;
 		if (idle)
 			back[nback++] = g;
 	}

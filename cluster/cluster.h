@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "defer.h"
 #include "etcd.h"
 #include "tickwheel_cluster.h"
 
@@ -96,6 +97,7 @@ struct tw_cluster {
 	/* Sleeps of the threads, cut short by leave. */
 	pthread_mutex_t sleep_lock;
 	pthread_cond_t wake;
+	struct cl_defer *defer; /* deferred tasks (cluster/defer.h) */
 };
 
 /* keys.c */

@@ -304,6 +304,7 @@ void tw__cl_take_group(struct tw_cluster *c, unsigned g, uint64_t token, bool ta
 		c->stats.missed += missed;
 	}
 	pthread_mutex_unlock(&c->lock);
+	tw__cl_defer_groups_changed(c);
 	tw__etcd_range_result_free(&last);
 	for (size_t i = 0; i < ncatchup; i++) {
 		struct cl_job *j = catchup[i];
