@@ -337,7 +337,11 @@ TW_API int tw_cluster_metrics_write_sized(tw_cluster *c, const tw_metrics_option
  *   runs_total, claims_total, claims_ahead_total, claims_lost_total counters
  *   not_owner_total, missed_total, takeovers_total                  counters
  *   acquisitions_total, releases_total, self_fences_total           counters
- *   leases_lost_total, etcd_requests_total                          counters
+ *   leases_lost_total, etcd_requests_total, failures_total          counters
+ *   defer_pending, defer_inflight, defer_unhandled                  gauges
+ *   defers_total, defer_runs_total, defer_failures_total            counters
+ *   defer_retries_total, defer_dead_total, defer_reclaims_total     counters
+ *   defer_claim_requests_total, defer_loaded_total                  counters
  *   etcd_errors_total{kind="connect|timeout|http|grpc|parse|compacted|lease"}
  *   claim_latency_seconds                                           histogram, 1 us to
  *                                                                   2^18 us doubling

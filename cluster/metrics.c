@@ -143,6 +143,29 @@ static void put_all(struct text *t, const char *p, const char *l, const tw_clust
 	    "Times the lease could not be confirmed in time.", s->self_fences);
 	one(t, p, l, "leases_lost_total", "counter", "Leases found expired.", s->leases_lost);
 	one(t, p, l, "etcd_requests_total", "counter", "Requests sent to etcd.", s->etcd_requests);
+	one(t, p, l, "failures_total", "counter", "Cluster runs whose callback returned nonzero.",
+	    s->failures);
+	one(t, p, l, "defers_total", "counter", "Tasks deferred by this replica.", s->defers);
+	one(t, p, l, "defer_pending", "gauge", "Deferred tasks of the owned groups held here.",
+	    s->defer_pending);
+	one(t, p, l, "defer_inflight", "gauge", "Deferred tasks' handlers running here.",
+	    s->defer_inflight);
+	one(t, p, l, "defer_unhandled", "gauge",
+	    "Deferred tasks held here whose kind has no handler here.", s->defer_unhandled);
+	one(t, p, l, "defer_runs_total", "counter", "Deferred tasks' handlers started here.",
+	    s->defer_runs);
+	one(t, p, l, "defer_failures_total", "counter",
+	    "Deferred tasks' handlers that returned nonzero.", s->defer_failures);
+	one(t, p, l, "defer_retries_total", "counter",
+	    "Failed deferred tasks put back for another attempt.", s->defer_retries);
+	one(t, p, l, "defer_dead_total", "counter", "Deferred tasks moved to the dead letters.",
+	    s->defer_dead);
+	one(t, p, l, "defer_reclaims_total", "counter",
+	    "Deferred tasks claimed here that a lost owner had claimed.", s->defer_reclaims);
+	one(t, p, l, "defer_claim_requests_total", "counter",
+	    "Claim transactions of deferred tasks.", s->defer_claim_requests);
+	one(t, p, l, "defer_loaded_total", "counter", "Deferred tasks read at group loads.",
+	    s->defer_loaded);
 	static const char *const kinds[] = { "connect", "timeout",   "http", "grpc",
 					     "parse",   "compacted", "lease" };
 	family(t, p, "etcd_errors_total", "counter", "Failed etcd requests, by kind.");

@@ -453,6 +453,13 @@ static int to_buf(void *ctx, const char *data, size_t len)
 	return 0;
 }
 
+static int metrics_handler(const tw_cluster_task *task, void *arg)
+{
+	(void)task;
+	(void)arg;
+	return 0;
+}
+
 static int refuse(void *ctx, const char *data, size_t len)
 {
 	(void)ctx;
@@ -467,6 +474,9 @@ Test(cluster, metrics_are_prometheus_text_that_promtool_accepts)
 	tw_cluster *a;
 	cr_assert_eq(join(e, "a", "/t9/", 4, &a), TW_OK);
 	cr_assert_eq(add_job(a, "m0", 100, 0), TW_OK);
+	cr_assert_eq(tw_cluster_handle(a, "k", metrics_handler, NULL), TW_OK);
+	tw_cluster_defer_spec d = { .kind = "k", .key = "m-task", .delay_ms = 0 };
+	cr_assert_eq(tw_cluster_defer(a, &d), TW_OK);
 	sleep_ms(700);
 	static struct buf b;
 	b.len = 0;
@@ -479,6 +489,10 @@ Test(cluster, metrics_are_prometheus_text_that_promtool_accepts)
 			 "gw_etcd_errors_total{replica=\"a \\\"1\\\"\",kind=\"timeout\"} 0\n"));
 	cr_expect(strstr(b.text,
 			 "gw_claim_latency_seconds_bucket{replica=\"a \\\"1\\\"\",le=\"+Inf\"}"));
+	cr_expect(strstr(b.text, "gw_defer_runs_total{replica=\"a \\\"1\\\"\"} 1\n"), "%s",
+		  b.text);
+	cr_expect(strstr(b.text, "# TYPE gw_defer_pending gauge\n"));
+	cr_expect(strstr(b.text, "gw_defers_total{replica=\"a \\\"1\\\"\"} 1\n"));
 	tw_cluster_counters s;
 	tw_cluster_stats(a, &s);
 	cr_expect_gt(s.claim_requests, 0);
