@@ -164,6 +164,9 @@ int tw__cl_task_key_parse(const struct tw_cluster *c, const uint8_t *k, size_t l
 int tw__cl_task_fire(const tw_fire *fire, void *arg);
 void tw__cl_task_release(void *arg);
 
+/* defer_claim.c: claims the queued tasks (the worker's), giving up the queue's references. */
+void tw__cl_claim_queued(struct tw_cluster *c, struct cl_task *list);
+
 /* defer_load.c, defer_work.c: the two threads. */
 void *tw__cl_loader_main(void *arg);
 void *tw__cl_defer_worker_main(void *arg);

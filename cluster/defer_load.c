@@ -227,6 +227,11 @@ static int on_watch(const etcd_watch_msg *msg, void *ctx)
 		if (ev->kv.mod_revision > d->watch_rev)
 			d->watch_rev = ev->kv.mod_revision;
 	}
+	/* A progress notification (no events, not the created answer): every change up to its
+	 * revision was delivered, so a later watch may start there, and is less likely to
+	 * find its start compacted. */
+	if (msg->count == 0 && !msg->created && !msg->canceled && msg->revision > d->watch_rev)
+		d->watch_rev = msg->revision;
 	pthread_mutex_unlock(&d->lock);
 	return 0;
 }
@@ -279,6 +284,7 @@ void *tw__cl_loader_main(void *arg)
 				       .range_end = end,
 				       .range_end_len = end_len,
 				       .start_revision = from + 1,
+				       .progress_notify = true,
 				       .stop = &d->reload };
 		etcd_status st = { 0 };
 		if (tw__etcd_watch(d->watch_client, &req, on_watch, c, &st) == 0 ||

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "chaos_jobs.h"
+#include "tickwheel_cluster.h"
 #include "etcd_harness.h"
 
 #define CHAOS_REPLICAS 5
@@ -418,6 +419,34 @@ static void remove_dir(void)
 		fprintf(stderr, "chaos: could not remove %s\n", dir);
 }
 
+/* Until every replica is a member and owns its share of the groups: the checker counts fire
+ * times from then on, as a start-up's hand-overs are no fault. 0, or -1 after limit_ms. */
+static int wait_settled(const char *const *eps, int64_t limit_ms)
+{
+	int64_t until = wall_ms() + limit_ms;
+	while (wall_ms() < until) {
+		tw_cluster_view *v = NULL;
+		bool settled = false;
+		if (tw_cluster_view_read(eps, "/chaos/", 0, &v) == TW_OK &&
+		    v->nmembers == CHAOS_REPLICAS && v->groups == CHAOS_GROUPS) {
+			settled = true;
+			for (size_t m = 0; m < v->nmembers; m++) {
+				unsigned owned = 0, share = CHAOS_GROUPS / CHAOS_REPLICAS +
+							    (m < CHAOS_GROUPS % CHAOS_REPLICAS);
+				for (unsigned g = 0; g < v->groups; g++)
+					owned += v->group[g].owner &&
+						 strcmp(v->group[g].owner, v->members[m]) == 0;
+				settled &= owned == share;
+			}
+		}
+		tw_cluster_view_free(v);
+		if (settled)
+			return 0;
+		sleep_ms(100);
+	}
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -451,7 +480,10 @@ int main(int argc, char **argv)
 			 "%s%s", i ? "," : "", eps[i]);
 	for (int r = 0; r < CHAOS_REPLICAS; r++)
 		spawn_replica(r);
-	sleep_ms(4000);
+	if (wait_settled(eps, 60000) != 0)
+		fail("the replicas did not settle their groups within 60 s of their start");
+	/* A group taken last has its claims ahead made within a round. */
+	sleep_ms(1000);
 	int64_t from = wall_ms();
 	started_ms = from;
 	while (wall_ms() - from < (int64_t)seconds * 1000) {
