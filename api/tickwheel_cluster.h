@@ -224,6 +224,8 @@ typedef struct {
 	uint64_t defer_claim_requests; /* claim transactions sent (several tasks each) */
 	uint64_t defer_loaded;      /* tasks read from etcd at group loads (takeovers, reloads) */
 	uint64_t defer_load_ms_last; /* how long the last group load took, in ms */
+	uint64_t defer_overdue; /* tasks already due when a group load read them: a takeover's
+				 * (they run at once, late by the takeover) */
 } tw_cluster_counters;
 
 TW_API void tw_cluster_config_init_sized(tw_cluster_config *cfg, size_t size);
@@ -307,10 +309,17 @@ TW_API int tw_cluster_cancel(tw_cluster *c, const char *name);
  * Stops taking groups and claiming, cancels this replica's jobs (their runs going on finish
  * first: it waits for them, renewing the lease meanwhile), hands each group back with the
  * claims of fire times after now, which the takers then claim and run, and revokes the lease,
- * so another replica takes the groups at once instead of a TTL later. Leaves the engine
- * running with its other tasks. NULL: nothing. Any thread but a callback of the engine.
- * Blocks for the runs going on and a round trip to etcd per owned group (each bounded by the
- * request timeout; when etcd cannot be reached, the lease simply expires).
+ * so another replica takes the groups at once instead of a TTL later. Deferred tasks: no
+ * handler starts here once leave began; the handlers going on finish (it waits for them),
+ * their results are written, and the tasks claimed but not started are given back unrun (their
+ * claims deleted: the taker runs them with the same attempt number). A task of the left
+ * groups due while the replica leaves runs when a taker has its group: late by the leave and
+ * about a round of the taker's (100 ms). When etcd cannot be reached for three request
+ * timeouts, the results not yet written stay unwritten, and the next owner runs those tasks
+ * again (as after a lost owner). Leaves the engine running with its other tasks. NULL:
+ * nothing. Any thread but a callback of the engine. Blocks for the runs going on and a round
+ * trip to etcd per owned group (each bounded by the request timeout; when etcd cannot be
+ * reached, the lease simply expires).
  */
 TW_API void tw_cluster_leave(tw_cluster *c);
 
@@ -342,6 +351,7 @@ TW_API int tw_cluster_metrics_write_sized(tw_cluster *c, const tw_metrics_option
  *   defers_total, defer_runs_total, defer_failures_total            counters
  *   defer_retries_total, defer_dead_total, defer_reclaims_total     counters
  *   defer_claim_requests_total, defer_loaded_total                  counters
+ *   defer_overdue_total                                             counter
  *   etcd_errors_total{kind="connect|timeout|http|grpc|parse|compacted|lease"}
  *   claim_latency_seconds                                           histogram, 1 us to
  *                                                                   2^18 us doubling
@@ -371,7 +381,9 @@ static inline int tw_cluster_metrics_write(tw_cluster *c, const tw_metrics_optio
  * its engine: it reads them when it takes the group (a paged range read) and follows changes
  * with a watch from that revision, so a task deferred anywhere reaches the owner's wheel
  * within a round trip or two. Each held task is one local task of the engine (unnamed; it
- * counts in tw_config.max_tasks), with no payload in memory until it is claimed.
+ * counts in tw_config.max_tasks), with no payload in memory until it is claimed. A task the
+ * engine refuses (max_tasks live tasks) is logged, and its group is read again a second later
+ * until it is held: it waits in etcd meanwhile, never dropped.
  *
  * Claim and run. cfg.claim_ahead_ms before its due, the owner claims the task: a transaction
  * that succeeds only while the owner still owns the group with its token and the task is as

@@ -462,6 +462,7 @@ TW_CLUSTER_API int tw_cluster_stats_sized(tw_cluster *c, tw_cluster_counters *ou
 	s.defer_claim_requests = d->stats.claim_requests;
 	s.defer_loaded = d->stats.loaded;
 	s.defer_load_ms_last = d->stats.load_ms_last;
+	s.defer_overdue = d->stats.overdue;
 	pthread_mutex_unlock(&d->lock);
 	s.fenced = tw__cl_fenced(c, tw__cl_mono_ns());
 	memset(out, 0, size);

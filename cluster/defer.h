@@ -107,7 +107,7 @@ struct cl_kind {
 
 struct cl_defer_stats {
 	uint64_t defers, runs, failures, retries, dead, reclaims, claim_requests, loaded;
-	uint64_t load_ms_last, inflight, unhandled;
+	uint64_t load_ms_last, inflight, unhandled, overdue;
 };
 
 struct cl_defer {
@@ -124,6 +124,10 @@ struct cl_defer {
 	int64_t *loaded_rev;    /* per group: the revision of that load */
 	int64_t watch_rev;      /* the last revision the watch delivered; 0: none */
 	atomic_uint *busy;      /* per group: tasks claimed here and not yet written back */
+	/* Per group: a task the engine refused to hold (max_tasks); the group is read again
+	 * once refused_ms is a second old. */
+	bool *refused;
+	int64_t refused_ms;
 	atomic_bool reload;     /* group ownership changed, or stop: the watch restarts */
 	atomic_bool stop, draining;
 	/* Local tasks not yet released by the engine (leave waits for 0). */
@@ -182,6 +186,8 @@ etcd_client *tw__cl_pool_get(struct tw_cluster *c);
 void tw__cl_pool_put(struct tw_cluster *c, etcd_client *client);
 /* The worker's hooks: ownership changed; whether a group holds claimed tasks. */
 void tw__cl_defer_groups_changed(struct tw_cluster *c);
+/* The worker's check (under lock): groups with refused tasks are read again, once a second. */
+void tw__cl_defer_retry_refused(struct tw_cluster *c);
 bool tw__cl_defer_group_busy(struct tw_cluster *c, unsigned g);
 
 #endif

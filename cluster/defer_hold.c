@@ -94,9 +94,12 @@ struct cl_task *tw__cl_task_hold(struct tw_cluster *c, const char *key, unsigned
 		d->live_locals--;
 		pthread_mutex_unlock(&d->release_lock);
 		tw__cl_log(c, TW_LOG_ERROR,
-			   "cluster %s: task %s not held: the engine refused it (%s); it is run "
-			   "after the group's next load",
+			   "cluster %s: task %s not held: the engine refused it (%s); its group "
+			   "is read again in a second",
 			   c->member, key, tw_strerror(rc));
+		if (!d->refused[group])
+			d->refused_ms = tw__cl_wall_ms();
+		d->refused[group] = true;
 		free(t);
 		return NULL;
 	}

@@ -34,9 +34,10 @@ int tw__cl_defer_init(struct tw_cluster *c)
 	d->loaded_token = calloc(c->groups, sizeof *d->loaded_token);
 	d->loaded_rev = calloc(c->groups, sizeof *d->loaded_rev);
 	d->busy = calloc(c->groups, sizeof *d->busy);
+	d->refused = calloc(c->groups, sizeof *d->refused);
 	d->claim_tail = &d->claim_head;
 	d->done_tail = &d->done_head;
-	if (!d->buckets || !d->loaded_token || !d->loaded_rev || !d->busy)
+	if (!d->buckets || !d->loaded_token || !d->loaded_rev || !d->busy || !d->refused)
 		return -TW_ENOMEM;
 	for (unsigned g = 0; g < c->groups; g++)
 		atomic_init(&d->busy[g], 0);
@@ -168,6 +169,7 @@ void tw__cl_defer_free(struct tw_cluster *c)
 	free(d->loaded_token);
 	free(d->loaded_rev);
 	free(d->busy);
+	free(d->refused);
 	pthread_mutex_destroy(&d->lock);
 	pthread_mutex_destroy(&d->release_lock);
 	pthread_mutex_destroy(&d->pool_lock);
@@ -212,4 +214,18 @@ void tw__cl_defer_groups_changed(struct tw_cluster *c)
 bool tw__cl_defer_group_busy(struct tw_cluster *c, unsigned g)
 {
 	return c->defer && atomic_load(&c->defer->busy[g]) > 0;
+}
+
+void tw__cl_defer_retry_refused(struct tw_cluster *c)
+{
+	struct cl_defer *d = c->defer;
+	if (!d->refused_ms || tw__cl_wall_ms() - d->refused_ms < 1000)
+		return;
+	d->refused_ms = 0;
+	for (unsigned g = 0; g < c->groups; g++)
+		if (d->refused[g]) {
+			d->refused[g] = false;
+			d->loaded_token[g] = 0; /* read whole again; held tasks are kept */
+		}
+	atomic_store(&d->reload, true);
 }

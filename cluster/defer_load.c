@@ -27,30 +27,31 @@ static void pause_ms(struct cl_defer *d, unsigned ms)
 }
 
 /* A task read (a load's page or a watch's put): held, or brought up to date while HELD.
- * Under lock. */
-static void task_put(struct tw_cluster *c, unsigned g, const char *key, const etcd_kv *kv)
+ * Returns its due (INT64_MAX for a value that is no task). Under lock. */
+static int64_t task_put(struct tw_cluster *c, unsigned g, const char *key, const etcd_kv *kv)
 {
 	struct cl_defer *d = c->defer;
 	struct cl_record rec;
 	if (tw__cl_record_decode(kv->value, kv->value_len, &rec) != 0 || rec.dead) {
 		tw__cl_log(c, TW_LOG_WARNING, "cluster %s: %.*s is not a task: ignored", c->member,
 			   (int)kv->key_len, (const char *)kv->key);
-		return;
+		return INT64_MAX;
 	}
 	struct cl_task *t = tw__cl_task_find(d, key);
 	if (!t) {
 		(void)tw__cl_task_hold(c, key, g, &rec, kv->mod_revision);
-		return;
+		return rec.due_ms;
 	}
 	/* Claimed here, the task is written by this replica alone (cancel and move refuse a
 	 * claimed task), and a claim under way is settled by its answer. */
 	if (t->state != CL_HELD || kv->mod_revision <= t->mod_rev)
-		return;
+		return rec.due_ms;
 	t->rec = rec;
 	t->rec.payload = NULL;
 	t->rec.payload_len = 0;
 	t->mod_rev = kv->mod_revision;
 	tw__cl_task_arm_alarm(c, t);
+	return rec.due_ms;
 }
 
 /* A claim read: another owner's (a lost one) is noted, so that the claim of it compares with
@@ -76,7 +77,7 @@ static void apply(struct tw_cluster *c, const etcd_kv *kv, bool deleted)
 		return;
 	if (!deleted) {
 		if (which == 't')
-			task_put(c, g, key, kv);
+			(void)task_put(c, g, key, kv);
 		else
 			claim_put(c, key, kv);
 		return;
@@ -94,8 +95,8 @@ static void apply(struct tw_cluster *c, const etcd_kv *kv, bool deleted)
 static int load_group(struct tw_cluster *c, unsigned g, uint64_t token)
 {
 	struct cl_defer *d = c->defer;
-	int64_t t0 = tw__cl_mono_ns(), rev = 0;
-	uint64_t loaded = 0;
+	int64_t t0 = tw__cl_mono_ns(), rev = 0, now = tw__cl_wall_ms();
+	uint64_t loaded = 0, overdue = 0;
 	int rc = TW_OK;
 	pthread_mutex_lock(&d->lock);
 	d->loaded_token[g] = token;
@@ -131,7 +132,7 @@ static int load_group(struct tw_cluster *c, unsigned g, uint64_t token)
 				    kg != g)
 					continue;
 				if (pass == 0) {
-					task_put(c, g, key, &r.kvs[i]);
+					overdue += task_put(c, g, key, &r.kvs[i]) < now;
 					loaded++;
 				} else {
 					claim_put(c, key, &r.kvs[i]);
@@ -157,6 +158,7 @@ static int load_group(struct tw_cluster *c, unsigned g, uint64_t token)
 	if (rc == TW_OK) {
 		d->loaded_rev[g] = rev;
 		d->stats.loaded += loaded;
+		d->stats.overdue += overdue;
 		d->stats.load_ms_last = (uint64_t)((tw__cl_mono_ns() - t0) / 1000000);
 	} else {
 		d->loaded_token[g] = 0;

@@ -325,6 +325,7 @@ void *tw__cl_defer_worker_main(void *arg)
 		 * transaction: under load a claim then costs a fraction of a request. */
 		if (d->claim_head && !d->done_head && claims_can_wait(d))
 			wait_work(d, LINGER_MS, true);
+		tw__cl_defer_retry_refused(c);
 		struct cl_task *claims = d->claim_head, *done = d->done_head;
 		d->claim_head = d->done_head = NULL;
 		d->claim_tail = &d->claim_head;

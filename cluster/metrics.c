@@ -166,6 +166,8 @@ static void put_all(struct text *t, const char *p, const char *l, const tw_clust
 	    "Claim transactions of deferred tasks.", s->defer_claim_requests);
 	one(t, p, l, "defer_loaded_total", "counter", "Deferred tasks read at group loads.",
 	    s->defer_loaded);
+	one(t, p, l, "defer_overdue_total", "counter",
+	    "Deferred tasks already due when a group load read them.", s->defer_overdue);
 	static const char *const kinds[] = { "connect", "timeout",   "http", "grpc",
 					     "parse",   "compacted", "lease" };
 	family(t, p, "etcd_errors_total", "counter", "Failed etcd requests, by kind.");
