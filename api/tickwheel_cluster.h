@@ -211,20 +211,20 @@ typedef struct {
 	bool connected;    /* the last request to etcd was answered */
 	uint64_t failures; /* cluster runs whose callback returned nonzero */
 	/* Deferred tasks (see "Deferred tasks" below). */
-	uint64_t defers;            /* tasks deferred by this replica (tw_cluster_defer*) */
-	uint64_t defer_pending;     /* tasks of the owned groups held here now, claimed or not */
-	uint64_t defer_inflight;    /* handlers running here now */
-	uint64_t defer_unhandled;   /* tasks held here now whose kind has no handler here */
-	uint64_t defer_runs;        /* handlers started here */
-	uint64_t defer_failures;    /* of them, returned nonzero */
-	uint64_t defer_retries;     /* failed runs put back to run again after their backoff */
-	uint64_t defer_dead;        /* tasks moved to the dead letters here (attempts used up) */
-	uint64_t defer_reclaims;    /* tasks claimed here that a lost owner had claimed: their
+	uint64_t defers;               /* tasks deferred by this replica (tw_cluster_defer*) */
+	uint64_t defer_pending;        /* tasks of the owned groups held here now, claimed or not */
+	uint64_t defer_inflight;       /* handlers running here now */
+	uint64_t defer_unhandled;      /* tasks held here now whose kind has no handler here */
+	uint64_t defer_runs;           /* handlers started here */
+	uint64_t defer_failures;       /* of them, returned nonzero */
+	uint64_t defer_retries;        /* failed runs put back to run again after their backoff */
+	uint64_t defer_dead;           /* tasks moved to the dead letters here (attempts used up) */
+	uint64_t defer_reclaims;       /* tasks claimed here that a lost owner had claimed: their
 				     * run may be a second one (tw_cluster_task.attempt > 1) */
 	uint64_t defer_claim_requests; /* claim transactions sent (several tasks each) */
-	uint64_t defer_loaded;      /* tasks read from etcd at group loads (takeovers, reloads) */
+	uint64_t defer_loaded;       /* tasks read from etcd at group loads (takeovers, reloads) */
 	uint64_t defer_load_ms_last; /* how long the last group load took, in ms */
-	uint64_t defer_overdue; /* tasks already due when a group load read them: a takeover's
+	uint64_t defer_overdue;      /* tasks already due when a group load read them: a takeover's
 				 * (they run at once, late by the takeover) */
 } tw_cluster_counters;
 
@@ -431,7 +431,7 @@ static inline int tw_cluster_metrics_write(tw_cluster *c, const tw_metrics_optio
 /* The most tasks tw_cluster_defer_many takes at once. */
 #define TW_CLUSTER_DEFER_BATCH_MAX 60
 /* The most attempts a task may be given, and the longest wait between two of them. */
-#define TW_CLUSTER_ATTEMPTS_MAX 1000
+#define TW_CLUSTER_ATTEMPTS_MAX   1000
 #define TW_CLUSTER_BACKOFF_MAX_MS 3600000
 
 typedef struct {
@@ -472,8 +472,8 @@ typedef struct {
 typedef int (*tw_cluster_handler)(const tw_cluster_task *task, void *arg);
 
 TW_API int tw_cluster_defer_sized(tw_cluster *c, const tw_cluster_defer_spec *spec, size_t size);
-TW_API int tw_cluster_defer_many_sized(tw_cluster *c, const tw_cluster_defer_spec *specs,
-				       size_t n, size_t size, int *results);
+TW_API int tw_cluster_defer_many_sized(tw_cluster *c, const tw_cluster_defer_spec *specs, size_t n,
+				       size_t size, int *results);
 
 /**
  * tw_cluster_defer() - stores a deferred task in etcd, if no live task has its key.
@@ -505,8 +505,8 @@ static inline int tw_cluster_defer(tw_cluster *c, const tw_cluster_defer_spec *s
  * -TW_EEXIST when a key was taken (nothing stored); otherwise as tw_cluster_defer. Blocks
  * for one round trip.
  */
-static inline int tw_cluster_defer_many(tw_cluster *c, const tw_cluster_defer_spec *specs,
-					size_t n, int *results)
+static inline int tw_cluster_defer_many(tw_cluster *c, const tw_cluster_defer_spec *specs, size_t n,
+					int *results)
 {
 	return tw_cluster_defer_many_sized(c, specs, n, sizeof *specs, results);
 }
@@ -532,8 +532,7 @@ TW_API int tw_cluster_defer_cancel(tw_cluster *c, const char *key);
  * round trips (a read, then a transaction that checks nothing changed in between; repeated
  * if something did).
  */
-TW_API int tw_cluster_defer_move(tw_cluster *c, const char *key, int64_t due_ms,
-				 uint64_t delay_ms);
+TW_API int tw_cluster_defer_move(tw_cluster *c, const char *key, int64_t due_ms, uint64_t delay_ms);
 
 /**
  * tw_cluster_handle() - registers this replica's handler of a kind. @arg is passed to it;
@@ -658,8 +657,8 @@ TW_API void tw_cluster_task_list_free(tw_cluster_task_list *list);
  * a live task has the key (the dead letter stays); -TW_CLUSTER_EUNAVAILABLE,
  * -TW_CLUSTER_EETCD; -TW_ENOMEM. Any thread. Blocks for two round trips.
  */
-TW_API int tw_cluster_requeue(const char *const *endpoints, const char *prefix,
-			      unsigned timeout_ms, const char *key, int64_t due_ms);
+TW_API int tw_cluster_requeue(const char *const *endpoints, const char *prefix, unsigned timeout_ms,
+			      const char *key, int64_t due_ms);
 
 /**
  * tw_cluster_group_of() - the group a job's name hashes into, among @groups (FNV-1a of the

@@ -212,7 +212,8 @@ TW_CLUSTER_API int tw_cluster_join_sized(const tw_cluster_config *user, size_t s
 		tw__cl_log(c, TW_LOG_INFO, "cluster %s: joined %s (lease %" PRIx64 ", ttl %u s)",
 			   c->member, tw__etcd_client_endpoint(c->worker_client),
 			   (uint64_t)c->lease_id, c->ttl_s);
-	if (rc == TW_OK && ((rc = start_threads(c)) != TW_OK || (rc = tw__cl_defer_start(c)) != TW_OK)) {
+	if (rc == TW_OK &&
+	    ((rc = start_threads(c)) != TW_OK || (rc = tw__cl_defer_start(c)) != TW_OK)) {
 		tw__cl_defer_free(c);
 		stop_threads(c);
 		(void)tw__etcd_lease_revoke(c->worker_client, c->lease_id, &st);

@@ -25,7 +25,7 @@
 #include "etcd.h"
 #include "tickwheel_cluster.h"
 
-#define CL_DEFAULT_ATTEMPTS 5
+#define CL_DEFAULT_ATTEMPTS   5
 #define CL_DEFAULT_BACKOFF_MS 1000
 /* The longest record header: "tw1 " kind and five numbers, with spaces and the newline. */
 #define CL_RECORD_HEAD_MAX (4 + TW_CLUSTER_KIND_MAX + 6 * 21 + 1)
@@ -34,8 +34,8 @@ struct cl_record {
 	char kind[TW_CLUSTER_KIND_MAX + 1];
 	int64_t due_ms;
 	unsigned attempts, max_attempts, backoff_ms;
-	bool dead;     /* a dead letter: last_code is part of it */
-	int last_code; /* dead: the last attempt's handler return */
+	bool dead;              /* a dead letter: last_code is part of it */
+	int last_code;          /* dead: the last attempt's handler return */
 	const uint8_t *payload; /* decode: points into the value decoded */
 	size_t payload_len;
 };
@@ -128,7 +128,7 @@ struct cl_defer {
 	 * once refused_ms is a second old. */
 	bool *refused;
 	int64_t refused_ms;
-	atomic_bool reload;     /* group ownership changed, or stop: the watch restarts */
+	atomic_bool reload; /* group ownership changed, or stop: the watch restarts */
 	atomic_bool stop, draining;
 	/* Local tasks not yet released by the engine (leave waits for 0). */
 	pthread_mutex_t release_lock;

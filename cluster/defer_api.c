@@ -15,7 +15,7 @@
 #define DELAY_MAX (UINT64_C(1) << 40)
 /* Payloads of one tw_cluster_defer_many together: etcd takes requests of 1.5 MiB, and the
  * gateway's base64 makes 4 bytes of 3. */
-#define BATCH_PAYLOAD_MAX (512 * 1024)
+#define BATCH_PAYLOAD_MAX ((size_t)512 * 1024)
 /* Reads and writes a move tries before it gives up on a task that keeps changing. */
 #define MOVE_TRIES 8
 
@@ -64,10 +64,10 @@ static int make_put(struct tw_cluster *c, const tw_cluster_defer_spec *s, int64_
 		    struct put *p)
 {
 	struct cl_record rec = { .due_ms = due,
-				 .max_attempts = s->max_attempts ? s->max_attempts :
-								   CL_DEFAULT_ATTEMPTS,
-				 .backoff_ms = s->backoff_ms ? s->backoff_ms :
-							       CL_DEFAULT_BACKOFF_MS,
+				 .max_attempts =
+					 s->max_attempts ? s->max_attempts : CL_DEFAULT_ATTEMPTS,
+				 .backoff_ms =
+					 s->backoff_ms ? s->backoff_ms : CL_DEFAULT_BACKOFF_MS,
 				 .payload = s->payload,
 				 .payload_len = s->payload_len };
 	memcpy(rec.kind, s->kind, strlen(s->kind) + 1);
@@ -172,8 +172,8 @@ TW_CLUSTER_API int tw_cluster_defer_sized(tw_cluster *c, const tw_cluster_defer_
 
 /* The task key's state: 1 live and unclaimed (rev: its mod revision, value read into *kv
  * when asked), 2 claimed, 0 absent; < 0 a code. */
-static int read_task(struct tw_cluster *c, etcd_client *client, const char *tkey,
-		     const char *ckey, etcd_kv *kv)
+static int read_task(struct tw_cluster *c, etcd_client *client, const char *tkey, const char *ckey,
+		     etcd_kv *kv)
 {
 	etcd_op ops[2] = {
 		{ .kind = ETCD_OP_RANGE, .key = tkey, .key_len = strlen(tkey) },
@@ -265,7 +265,10 @@ TW_CLUSTER_API int tw_cluster_defer_move(tw_cluster *c, const char *key, int64_t
 		struct cl_record rec;
 		uint8_t *value = NULL;
 		size_t len = 0;
-		rc = state < 0 ? state : state == 0 ? -TW_ENOTFOUND : state == 2 ? -TW_ESTATE : TW_OK;
+		rc = state < 0  ? state :
+		     state == 0 ? -TW_ENOTFOUND :
+		     state == 2 ? -TW_ESTATE :
+				  TW_OK;
 		if (rc == TW_OK && tw__cl_record_decode(kv.value, kv.value_len, &rec) != 0)
 			rc = -TW_CLUSTER_EETCD;
 		if (rc == TW_OK) {
@@ -291,8 +294,8 @@ TW_CLUSTER_API int tw_cluster_defer_move(tw_cluster *c, const char *key, int64_t
 					.value_len = len };
 			etcd_txn_result res = { 0 };
 			etcd_status st = { 0 };
-			rc = tw__cl_note(c, tw__etcd_txn(client, cmp, 2, &put, 1, NULL, 0, &res, &st),
-					 &st);
+			rc = tw__cl_note(
+				c, tw__etcd_txn(client, cmp, 2, &put, 1, NULL, 0, &res, &st), &st);
 			bool moved = rc == TW_OK && res.succeeded;
 			tw__etcd_txn_result_free(&res);
 			if (rc == TW_OK && !moved)

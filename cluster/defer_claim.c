@@ -16,7 +16,7 @@
 /* etcd takes at most 128 compares and 128 operations per branch (--max-txn-ops): groups +
  * 2n compares, 2n success and groups + 2n failure operations. */
 #define CLAIM_BATCH 40
-#define RETRY_MS 100
+#define RETRY_MS    100
 
 struct claim_keys {
 	char task[CL_KEY_MAX], claim[CL_KEY_MAX], value[128];
@@ -202,7 +202,8 @@ static void claim_batch(struct tw_cluster *c, struct cl_task **ts, size_t n)
 						  .key_len = (size_t)k[i].task_len,
 						  .number = t->mod_rev };
 		cmp[no + 2 * i + 1] =
-			(etcd_compare){ .target = t->other_claim_rev ? ETCD_CMP_MOD : ETCD_CMP_CREATE,
+			(etcd_compare){ .target =
+						t->other_claim_rev ? ETCD_CMP_MOD : ETCD_CMP_CREATE,
 					.result = ETCD_CMP_EQUAL,
 					.key = k[i].claim,
 					.key_len = (size_t)k[i].claim_len,

@@ -25,7 +25,7 @@ struct cl_task *tw__cl_task_find(struct cl_defer *d, const char *key)
 static void grow(struct cl_defer *d)
 {
 	size_t n = d->nbuckets * 2;
-	struct cl_task **b = calloc(n, sizeof *b);
+	struct cl_task **b = calloc(n, sizeof(struct cl_task *));
 	if (!b) /* longer chains, nothing worse */
 		return;
 	for (size_t i = 0; i < d->nbuckets; i++)

@@ -16,8 +16,8 @@
 static int client(struct tw_cluster *c, etcd_client **out)
 {
 	etcd_status st = { 0 };
-	if (tw__etcd_client_create((const char *const *)c->endpoints, c->nendpoints,
-				   c->timeout_ms, out, &st) != 0)
+	if (tw__etcd_client_create((const char *const *)c->endpoints, c->nendpoints, c->timeout_ms,
+				   out, &st) != 0)
 		return st.kind == ETCD_ENOMEM ? -TW_ENOMEM : -TW_EINVAL;
 	return TW_OK;
 }
@@ -30,7 +30,7 @@ int tw__cl_defer_init(struct tw_cluster *c)
 	c->defer = d;
 	d->cluster = c;
 	d->nbuckets = FIRST_BUCKETS;
-	d->buckets = calloc(d->nbuckets, sizeof *d->buckets);
+	d->buckets = calloc(d->nbuckets, sizeof(struct cl_task *));
 	d->loaded_token = calloc(c->groups, sizeof *d->loaded_token);
 	d->loaded_rev = calloc(c->groups, sizeof *d->loaded_rev);
 	d->busy = calloc(c->groups, sizeof *d->busy);

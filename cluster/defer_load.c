@@ -16,13 +16,12 @@
 
 /* Tasks per page of a group's load: payloads make a page up to this many times 8 KiB. */
 #define LOAD_PAGE 500
-#define PAUSE_MS 100
+#define PAUSE_MS  100
 
 static void pause_ms(struct cl_defer *d, unsigned ms)
 {
 	struct timespec ts = { .tv_sec = 0, .tv_nsec = 10000000 };
-	for (unsigned i = 0; i < ms / 10 && !atomic_load(&d->stop) && !atomic_load(&d->reload);
-	     i++)
+	for (unsigned i = 0; i < ms / 10 && !atomic_load(&d->stop) && !atomic_load(&d->reload); i++)
 		(void)nanosleep(&ts, NULL);
 }
 
@@ -127,8 +126,8 @@ static int load_group(struct tw_cluster *c, unsigned g, uint64_t token)
 			for (size_t i = 0; i < r.count; i++) {
 				char which, key[TW_CLUSTER_KEY_MAX + 1];
 				unsigned kg;
-				if (tw__cl_task_key_parse(c, r.kvs[i].key, r.kvs[i].key_len,
-							  &which, &kg, key) != 0 ||
+				if (tw__cl_task_key_parse(c, r.kvs[i].key, r.kvs[i].key_len, &which,
+							  &kg, key) != 0 ||
 				    kg != g)
 					continue;
 				if (pass == 0) {
@@ -300,9 +299,10 @@ void *tw__cl_loader_main(void *arg)
 				d->loaded_token[g] = 0;
 			d->watch_rev = 0;
 			pthread_mutex_unlock(&d->lock);
-			tw__cl_log(c, TW_LOG_WARNING,
-				   "cluster %s: the watch of deferred tasks was compacted: reloading",
-				   c->member);
+			tw__cl_log(
+				c, TW_LOG_WARNING,
+				"cluster %s: the watch of deferred tasks was compacted: reloading",
+				c->member);
 			continue;
 		}
 		pause_ms(d, PAUSE_MS);

@@ -2,7 +2,9 @@
  * cluster/defer_record.c - the text of a deferred task, its claim and its dead letter in
  * etcd (cluster/defer.h has the layout). Text, so that an operator reads them with etcdctl.
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,14 @@ bool tw__cl_kind_ok(const char *kind)
 			return false;
 	}
 	return n > 0;
+}
+
+/* A member's name has the kinds' alphabet and length. */
+_Static_assert(TW_CLUSTER_MEMBER_MAX == TW_CLUSTER_KIND_MAX,
+	       "a member's name is checked as a kind");
+static bool member_ok(const char *name)
+{
+	return tw__cl_kind_ok(name);
 }
 
 bool tw__cl_task_key_ok(const char *key)
@@ -59,35 +69,62 @@ int tw__cl_record_encode(const struct cl_record *r, uint8_t **out, size_t *len)
 	return TW_OK;
 }
 
+/* Splits text at single spaces into at most max fields: how many, or -1 for more, or an
+ * empty field. */
+static int fields(char *text, char **f, int max)
+{
+	int n = 0;
+	for (char *p = text;;) {
+		if (n == max || *p == '\0' || *p == ' ')
+			return -1;
+		f[n++] = p;
+		p = strchr(p, ' ');
+		if (!p)
+			return n;
+		*p++ = '\0';
+	}
+}
+
+static bool int64_of(const char *s, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	*out = v;
+	return errno == 0 && end != s && *end == '\0';
+}
+
+static bool unsigned_of(const char *s, unsigned *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	*out = (unsigned)v;
+	return errno == 0 && end != s && *end == '\0' && s[0] != '-' && v <= UINT_MAX;
+}
+
 int tw__cl_record_decode(const uint8_t *value, size_t len, struct cl_record *r)
 {
 	memset(r, 0, sizeof *r);
-	const uint8_t *nl = value ? memchr(value, '\n', len < CL_RECORD_HEAD_MAX ? len :
-							   CL_RECORD_HEAD_MAX) :
-				    NULL;
+	const uint8_t *nl =
+		value ? memchr(value, '\n', len < CL_RECORD_HEAD_MAX ? len : CL_RECORD_HEAD_MAX) :
+			NULL;
 	if (!nl)
 		return -1;
-	char head[CL_RECORD_HEAD_MAX + 1];
+	char head[CL_RECORD_HEAD_MAX + 1], *f[8];
 	size_t hlen = (size_t)(nl - value);
 	memcpy(head, value, hlen);
 	head[hlen] = '\0';
-	char kind[TW_CLUSTER_KIND_MAX + 2];
-	int end = 0;
-	long long due;
-	int got = sscanf(head, "tw1 %64s %lld %u %u %u%n", kind, &due, &r->attempts,
-			 &r->max_attempts, &r->backoff_ms, &end);
-	if (got != 5 || !tw__cl_kind_ok(kind))
+	int n = fields(head, f, 8);
+	int64_t code = 0;
+	if ((n != 6 && n != 7) || strcmp(f[0], "tw1") != 0 || !tw__cl_kind_ok(f[1]) ||
+	    !int64_of(f[2], &r->due_ms) || !unsigned_of(f[3], &r->attempts) ||
+	    !unsigned_of(f[4], &r->max_attempts) || !unsigned_of(f[5], &r->backoff_ms) ||
+	    (n == 7 && (!int64_of(f[6], &code) || code < INT_MIN || code > INT_MAX)))
 		return -1;
-	if (head[end] == ' ') {
-		int tail = 0;
-		if (sscanf(head + end, " %d%n", &r->last_code, &tail) != 1 || head[end + tail])
-			return -1;
-		r->dead = true;
-	} else if (head[end]) {
-		return -1;
-	}
-	memcpy(r->kind, kind, strlen(kind) + 1);
-	r->due_ms = due;
+	r->dead = n == 7;
+	r->last_code = (int)code;
+	memcpy(r->kind, f[1], strlen(f[1]) + 1);
 	r->payload = nl + 1;
 	r->payload_len = len - hlen - 1;
 	return 0;
@@ -101,18 +138,21 @@ int tw__cl_claim_encode(const struct cl_claim_value *v, char *buf, size_t cap)
 
 int tw__cl_claim_decode(const uint8_t *value, size_t len, struct cl_claim_value *v)
 {
-	char text[TW_CLUSTER_MEMBER_MAX + 48];
+	char text[TW_CLUSTER_MEMBER_MAX + 48], *f[4], *end;
 	memset(v, 0, sizeof *v);
 	if (!value || len == 0 || len >= sizeof text)
 		return -1;
 	memcpy(text, value, len);
 	text[len] = '\0';
-	char member[TW_CLUSTER_MEMBER_MAX + 2];
-	int end = 0;
-	if (sscanf(text, "%u %64s %" SCNu64 "%n", &v->attempt, member, &v->token, &end) != 3 ||
-	    text[end] || strlen(member) > TW_CLUSTER_MEMBER_MAX)
+	if (fields(text, f, 4) != 3 || !unsigned_of(f[0], &v->attempt) || !member_ok(f[1]) ||
+	    f[2][0] == '-')
 		return -1;
-	memcpy(v->member, member, strlen(member) + 1);
+	errno = 0;
+	unsigned long long token = strtoull(f[2], &end, 10);
+	if (errno || end == f[2] || *end)
+		return -1;
+	v->token = token;
+	memcpy(v->member, f[1], strlen(f[1]) + 1);
 	return 0;
 }
 

@@ -267,9 +267,8 @@ static void give_back_claims(struct tw_cluster *c)
 		}
 		etcd_txn_result res = { 0 };
 		etcd_status st = { 0 };
-		rc = tw__cl_note(c,
-				 tw__etcd_txn(d->work_client, cmp, n, ops, n, NULL, 0, &res, &st),
-				 &st);
+		rc = tw__cl_note(
+			c, tw__etcd_txn(d->work_client, cmp, n, ops, n, NULL, 0, &res, &st), &st);
 		tw__etcd_txn_result_free(&res);
 	}
 	/* Given back, refused (one was not ours any more: the taker has it), or etcd out of
@@ -306,7 +305,7 @@ static void wait_work(struct cl_defer *d, unsigned ms, bool idle)
 /* Whether every queued claim is for a task due well after a short wait. Under lock. */
 static bool claims_can_wait(const struct cl_defer *d)
 {
-	int64_t soon = tw__cl_wall_ms() + 5 * LINGER_MS;
+	int64_t soon = tw__cl_wall_ms() + (int64_t)5 * LINGER_MS;
 	for (const struct cl_task *t = d->claim_head; t; t = t->qnext)
 		if (t->state == CL_CLAIMING && t->rec.due_ms < soon)
 			return false;

@@ -32,8 +32,8 @@
 #include <unistd.h>
 
 #include "chaos_jobs.h"
-#include "tickwheel_cluster.h"
 #include "etcd_harness.h"
+#include "tickwheel_cluster.h"
 
 #define CHAOS_REPLICAS 5
 #define MAX_RUNS       400000

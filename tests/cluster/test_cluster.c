@@ -489,8 +489,7 @@ Test(cluster, metrics_are_prometheus_text_that_promtool_accepts)
 			 "gw_etcd_errors_total{replica=\"a \\\"1\\\"\",kind=\"timeout\"} 0\n"));
 	cr_expect(strstr(b.text,
 			 "gw_claim_latency_seconds_bucket{replica=\"a \\\"1\\\"\",le=\"+Inf\"}"));
-	cr_expect(strstr(b.text, "gw_defer_runs_total{replica=\"a \\\"1\\\"\"} 1\n"), "%s",
-		  b.text);
+	cr_expect(strstr(b.text, "gw_defer_runs_total{replica=\"a \\\"1\\\"\"} 1\n"), "%s", b.text);
 	cr_expect(strstr(b.text, "# TYPE gw_defer_pending gauge\n"));
 	cr_expect(strstr(b.text, "gw_defers_total{replica=\"a \\\"1\\\"\"} 1\n"));
 	tw_cluster_counters s;
