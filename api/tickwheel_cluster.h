@@ -405,7 +405,9 @@ static inline int tw_cluster_metrics_write(tw_cluster *c, const tw_metrics_optio
  * its handler: the next owner then claims it again with attempt + 1 and runs it at the
  * takeover, so its handler may have run already (at least once: use the key, and the attempt,
  * to make the handler's effect happen once). An attempt number above 1 says an earlier
- * claim may have run: a failure, or a lost owner (tw_cluster_counters.defer_reclaims). A
+ * claim may have run: a failure, or a lost owner (tw_cluster_counters.defer_reclaims); after
+ * a lost owner it may exceed max_attempts, and the task still runs that once (a failure then
+ * moves it to the dead letters). A
  * task cancelled (TW_OK) never runs after the cancel returns. Once claimed a task can no
  * longer be cancelled or moved (-TW_ESTATE): it will run.
  *

@@ -214,8 +214,9 @@ TW_CLUSTER_API int tw_cluster_join_sized(const tw_cluster_config *user, size_t s
 			   (uint64_t)c->lease_id, c->ttl_s);
 	if (rc == TW_OK &&
 	    ((rc = start_threads(c)) != TW_OK || (rc = tw__cl_defer_start(c)) != TW_OK)) {
-		tw__cl_defer_free(c);
+		/* The cluster's threads first: the worker tells the defer part of its groups. */
 		stop_threads(c);
+		tw__cl_defer_free(c);
 		(void)tw__etcd_lease_revoke(c->worker_client, c->lease_id, &st);
 	}
 	if (rc != TW_OK) {
