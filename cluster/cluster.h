@@ -120,6 +120,9 @@ void tw__cl_log(struct tw_cluster *c, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Counts a request and its outcome; returns the cluster code for a failed one. */
 int tw__cl_note(struct tw_cluster *c, int rc, const etcd_status *st);
+/* A watch's end, counted by kind: a stream that ends or breaks says nothing of whether etcd
+ * answers requests, so the connected state is left alone. */
+void tw__cl_note_stream_end(struct tw_cluster *c, const etcd_status *st);
 bool tw__cl_fenced(struct tw_cluster *c, int64_t now_ns);
 /* The same, counting and logging a change (tw_cluster_counters.self_fences). */
 bool tw__cl_fence_check(struct tw_cluster *c, int64_t now_ns);

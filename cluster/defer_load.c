@@ -291,7 +291,7 @@ void *tw__cl_loader_main(void *arg)
 		if (tw__etcd_watch(d->watch_client, &req, on_watch, c, &st) == 0 ||
 		    st.kind == ETCD_ECANCELED)
 			continue;
-		(void)tw__cl_note(c, -1, &st);
+		tw__cl_note_stream_end(c, &st);
 		if (st.kind == ETCD_ECOMPACTED) {
 			/* Changes were compacted away: read every group again. */
 			pthread_mutex_lock(&d->lock);

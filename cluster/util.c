@@ -140,6 +140,15 @@ int tw__cl_note(struct tw_cluster *c, int rc, const etcd_status *st)
 	}
 }
 
+void tw__cl_note_stream_end(struct tw_cluster *c, const etcd_status *st)
+{
+	int slot = error_slot(st->kind);
+	pthread_mutex_lock(&c->lock);
+	if (slot >= 0)
+		c->stats.etcd_errors[slot]++;
+	pthread_mutex_unlock(&c->lock);
+}
+
 bool tw__cl_fenced(struct tw_cluster *c, int64_t now_ns)
 {
 	int64_t deadline = atomic_load(&c->lease_deadline_ns);
