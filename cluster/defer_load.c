@@ -62,6 +62,10 @@ static void claim_put(struct tw_cluster *c, const char *key, const etcd_kv *kv)
 	if (!t || t->state != CL_HELD || kv->mod_revision <= t->other_claim_rev ||
 	    tw__cl_claim_decode(kv->value, kv->value_len, &cv) != 0)
 		return;
+	/* Ours under the group's present token: a claim whose answer was lost, which the next
+	 * claim finds and adopts with its attempt. */
+	if (cv.token == c->defer->loaded_token[t->group] && strcmp(cv.member, c->member) == 0)
+		return;
 	t->other_claim_rev = kv->mod_revision;
 	t->other_claim_attempt = cv.attempt;
 }

@@ -161,6 +161,49 @@ out:
 	return rc;
 }
 
+/* A result refused: the claim is no longer this replica's. Either another owner took the task
+ * over, or this replica's own write was applied and its answer lost (then asked again): the
+ * task is dropped, and held again as etcd has it now if it is still there (a retry put back
+ * whose answer was lost: its watch event came while the task was not held). */
+static void refresh(struct tw_cluster *c, struct cl_task *t)
+{
+	struct cl_defer *d = c->defer;
+	char tkey[CL_KEY_MAX], ckey[CL_KEY_MAX];
+	int tlen = tw__cl_task_key(c, tkey, 't', t->group, t->key);
+	int clen = tw__cl_task_key(c, ckey, 'c', t->group, t->key);
+	etcd_op ops[2] = {
+		{ .kind = ETCD_OP_RANGE, .key = tkey, .key_len = (size_t)tlen },
+		{ .kind = ETCD_OP_RANGE, .key = ckey, .key_len = (size_t)clen },
+	};
+	etcd_txn_result res = { 0 };
+	etcd_status st = { 0 };
+	int rc = tw__cl_note(c, tw__etcd_txn(d->work_client, NULL, 0, ops, 2, NULL, 0, &res, &st),
+			     &st);
+	pthread_mutex_lock(&d->lock);
+	if (t->state == CL_DONE) {
+		unsigned g = t->group;
+		char key[TW_CLUSTER_KEY_MAX + 1];
+		memcpy(key, t->key, strlen(t->key) + 1);
+		tw__cl_task_drop(c, t);
+		const etcd_range_result *task = res.count == 2 ? &res.results[0].range : NULL;
+		const etcd_range_result *claim = res.count == 2 ? &res.results[1].range : NULL;
+		struct cl_record rec;
+		struct cl_task *again = NULL;
+		if (rc == TW_OK && task && task->count == 1 && d->loaded_token[g] &&
+		    !tw__cl_task_find(d, key) &&
+		    tw__cl_record_decode(task->kvs[0].value, task->kvs[0].value_len, &rec) == 0)
+			again = tw__cl_task_hold(c, key, g, &rec, task->kvs[0].mod_revision);
+		struct cl_claim_value cv;
+		if (again && claim->count == 1 &&
+		    tw__cl_claim_decode(claim->kvs[0].value, claim->kvs[0].value_len, &cv) == 0) {
+			again->other_claim_rev = claim->kvs[0].mod_revision;
+			again->other_claim_attempt = cv.attempt;
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+	tw__etcd_txn_result_free(&res);
+}
+
 /* Writes the queued results; those etcd did not take are queued again, in order, and the
  * worker waits a little before the next try. Returns whether all went. */
 static bool write_queued(struct tw_cluster *c, struct cl_task *list)
@@ -186,21 +229,14 @@ static bool write_queued(struct tw_cluster *c, struct cl_task *list)
 		for (size_t i = 0; rc == 0 && n > 1 && i < n; i++) {
 			int one = write_results(c, &batch[i], 1);
 			if (one == 0) {
-				pthread_mutex_lock(&d->lock);
-				if (batch[i]->state == CL_DONE)
-					tw__cl_task_drop(c, batch[i]);
-				pthread_mutex_unlock(&d->lock);
+				refresh(c, batch[i]);
 			} else if (one < 0) {
 				rc = one;
 				break;
 			}
 		}
-		if (rc == 0 && n == 1) {
-			pthread_mutex_lock(&d->lock);
-			if (batch[0]->state == CL_DONE)
-				tw__cl_task_drop(c, batch[0]);
-			pthread_mutex_unlock(&d->lock);
-		}
+		if (rc == 0 && n == 1)
+			refresh(c, batch[0]);
 		if (rc < 0) {
 			/* Queued again in front of what came since, for the next round. */
 			pthread_mutex_lock(&d->lock);
