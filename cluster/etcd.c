@@ -180,7 +180,8 @@ static json_t *op_json(const etcd_op *op, etcd_status *st)
 	case ETCD_OP_RANGE:
 		name = "request_range";
 		rc = range_fields(inner, op->key, op->key_len, op->range_end, op->range_end_len,
-				  op->limit, st);
+				  op->limit, st) ||
+		     (op->count_only && tw__etcd_set(inner, "count_only", json_true(), st));
 		break;
 	case ETCD_OP_PUT:
 		name = "request_put";

@@ -146,8 +146,9 @@ typedef struct {
 	size_t range_end_len;
 	const void *value; /* PUT */
 	size_t value_len;
-	int64_t lease; /* PUT: 0 for none */
-	int64_t limit; /* RANGE: 0 for all */
+	int64_t lease;   /* PUT: 0 for none */
+	int64_t limit;   /* RANGE: 0 for all */
+	bool count_only; /* RANGE: no keys, only their number (etcd_range_result.total) */
 } etcd_op;
 
 typedef struct {

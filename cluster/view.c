@@ -1,6 +1,7 @@
 /*
  * cluster/view.c - tw_cluster_view_read: members, owners, jobs and their last claimed fire
- * times, read in one transaction so that they agree with each other.
+ * times, and how many deferred tasks there are, read in one transaction so that they agree
+ * with each other.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "cluster.h"
 
 #define TW_CLUSTER_API __attribute__((visibility("default")))
+#define NRANGES        8
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -98,6 +100,9 @@ static int fill(tw_cluster_view *v, const struct tw_cluster *c, const etcd_txn_r
 					strtoll((const char *)last->kvs[k].value, NULL, 10);
 	}
 	qsort(v->jobs, v->njobs, sizeof *v->jobs, cmp_job);
+	v->tasks = (uint64_t)res->results[5].range.total;
+	v->tasks_claimed = (uint64_t)res->results[6].range.total;
+	v->dead = (uint64_t)res->results[7].range.total;
 	(void)c;
 	return TW_OK;
 }
@@ -131,15 +136,20 @@ TW_CLUSTER_API int tw_cluster_view_read(const char *const *endpoints, const char
 		tw__etcd_client_create(endpoints, n, timeout_ms ? timeout_ms : 2000, &client, &st) ?
 			-TW_EINVAL :
 			TW_OK;
-	const char *names[5] = { "config/groups", "members/", "owners/", "jobs/", "last/" };
-	char keys[5][CL_KEY_MAX];
-	uint8_t *ends[5] = { 0 };
-	size_t plen[5], end_len[5] = { 0 };
-	etcd_op ops[5];
-	for (int i = 0; rc == TW_OK && i < 5; i++) {
+	/* The last three are counts only: a status line must not read a million tasks. */
+	const char *names[NRANGES] = { "config/groups", "members/", "owners/",  "jobs/",
+				       "last/",         "defer/t/", "defer/c/", "dead/" };
+	char keys[NRANGES][CL_KEY_MAX];
+	uint8_t *ends[NRANGES] = { 0 };
+	size_t plen[NRANGES], end_len[NRANGES] = { 0 };
+	etcd_op ops[NRANGES];
+	for (int i = 0; rc == TW_OK && i < NRANGES; i++) {
 		int len = tw__cl_key(c, keys[i], "%s", names[i]);
 		plen[i] = (size_t)len;
-		ops[i] = (etcd_op){ .kind = ETCD_OP_RANGE, .key = keys[i], .key_len = (size_t)len };
+		ops[i] = (etcd_op){ .kind = ETCD_OP_RANGE,
+				    .key = keys[i],
+				    .key_len = (size_t)len,
+				    .count_only = i >= 5 };
 		if (i > 0) {
 			if (tw__etcd_prefix_end(keys[i], (size_t)len, &ends[i], &end_len[i]) != 0)
 				rc = -TW_ENOMEM;
@@ -149,11 +159,12 @@ TW_CLUSTER_API int tw_cluster_view_read(const char *const *endpoints, const char
 	}
 	etcd_txn_result res = { 0 };
 	if (rc == TW_OK)
-		rc = tw__cl_note(c, tw__etcd_txn(client, NULL, 0, ops, 5, NULL, 0, &res, &st), &st);
+		rc = tw__cl_note(c, tw__etcd_txn(client, NULL, 0, ops, NRANGES, NULL, 0, &res, &st),
+				 &st);
 	if (rc == TW_OK)
-		rc = res.count == 5 ? fill(v, c, &res, plen) : -TW_CLUSTER_EETCD;
+		rc = res.count == NRANGES ? fill(v, c, &res, plen) : -TW_CLUSTER_EETCD;
 	tw__etcd_txn_result_free(&res);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < NRANGES; i++)
 		free(ends[i]);
 	tw__etcd_client_destroy(client);
 	pthread_mutex_destroy(&c->lock);

@@ -161,6 +161,33 @@ Test(kv, txn_branches)
 	cr_assert_eq(st.kind, ETCD_EINVAL);
 }
 
+Test(kv, txn_count_only_range)
+{
+	put_str(C, "n/1", "a", 0, NULL);
+	put_str(C, "n/2", "b", 0, NULL);
+	put_str(C, "n/3", "c", 0, NULL);
+	etcd_op ops[2] = {
+		{ .kind = ETCD_OP_RANGE,
+		  .key = "n/",
+		  .key_len = 2,
+		  .range_end = "n0",
+		  .range_end_len = 2,
+		  .count_only = true },
+		{ .kind = ETCD_OP_RANGE,
+		  .key = "n/",
+		  .key_len = 2,
+		  .range_end = "n0",
+		  .range_end_len = 2 },
+	};
+	etcd_txn_result t;
+	OK(tw__etcd_txn(C, NULL, 0, ops, 2, NULL, 0, &t, st));
+	cr_assert(t.succeeded && t.count == 2);
+	cr_assert_eq(t.results[0].range.total, 3);
+	cr_assert_eq(t.results[0].range.count, 0, "the count alone, no keys");
+	cr_assert(t.results[1].range.total == 3 && t.results[1].range.count == 3);
+	tw__etcd_txn_result_free(&t);
+}
+
 Test(kv, leases)
 {
 	int64_t id, ttl;
