@@ -77,9 +77,19 @@ for ex in "${examples[@]}"; do
 		"$cc" "${flags[@]}" "$ex" $(pkg-config --define-variable=prefix="$root" --cflags --libs \
 			tickwheel-cluster) -o "$tmp/$name-shared"
 		[ -n "$etcd_pid" ] || start_etcd
-		LD_LIBRARY_PATH="$root/$libdir" "$tmp/$name-shared" "$etcd_url" install-check 3 \
+		# order_timeouts: 3 s of orders unpaid after 1 s, its store in $tmp; it exits 1
+		# when an order is left open or was cancelled early.
+		args=("$etcd_url" install-check 3)
+		[ "$name" != order_timeouts ] || args+=(1 "$tmp/orders")
+		LD_LIBRARY_PATH="$root/$libdir" "$tmp/$name-shared" "${args[@]}" \
 			>"$tmp/out" 2>&1 || { rc=$?; cat "$tmp/out"; fail "$name exited with status $rc"; }
-		grep -q '^ran ' "$tmp/out" || { cat "$tmp/out"; fail "$name ran no job in 3 s"; }
+		grep -q '^ran ' "$tmp/out" || { cat "$tmp/out"; fail "$name ran nothing in 3 s"; }
+		if [ "$name" = order_timeouts ]; then
+			grep -q 'cancelled, .* ms after its due$' "$tmp/out" &&
+				grep -q '^paid .*its timeout: cancelled' "$tmp/out" &&
+				grep -q ' 0 open;' "$tmp/out" ||
+				{ cat "$tmp/out"; fail "$name: no order cancelled and paid, or one left open"; }
+		fi
 		echo "ok: $name, shared, against etcd"
 		built=$((built + 1))
 		continue
