@@ -3,10 +3,13 @@
  * (cluster/defer_record.c, through cluster/defer.h), and tw_cluster_task_read, _dead_read,
  * _requeue and the task counts of tw_cluster_view_read against a real etcd. The tasks, claims
  * and dead letters are written here straight into etcd in the brief's layout, so that these
- * views are tested apart from the replica that writes them in production.
+ * views are tested apart from the replica that writes them in production; the last test reads
+ * what a replica wrote.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +243,13 @@ static void put_claim(const char *key, unsigned attempt, const char *member, uin
 	put(k, v, (size_t)n);
 }
 
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
 static int64_t wall_ms(void)
 {
 	struct timespec ts;
@@ -423,4 +433,128 @@ Test(views, unreachable)
 	cr_assert_eq(tw_cluster_task_read(nowhere, P, 300, "k", &l), -TW_CLUSTER_EUNAVAILABLE);
 	cr_assert_eq(tw_cluster_dead_read(nowhere, P, 300, NULL, 0, &l), -TW_CLUSTER_EUNAVAILABLE);
 	cr_assert_eq(tw_cluster_requeue(nowhere, P, 300, "k", 0), -TW_CLUSTER_EUNAVAILABLE);
+}
+
+/* ---- the views of what a replica writes ---- */
+
+static struct {
+	atomic_int code;          /* what the "fail" handler returns */
+	atomic_uint last_attempt; /* its last run's attempt */
+	atomic_uint runs;
+	atomic_bool hold; /* the "slow" handler waits while set */
+	atomic_uint slow_runs;
+} h;
+
+static int fail_handler(const tw_cluster_task *t, void *arg)
+{
+	(void)arg;
+	atomic_store(&h.last_attempt, t->attempt);
+	atomic_fetch_add(&h.runs, 1);
+	return atomic_load(&h.code);
+}
+
+static int slow_handler(const tw_cluster_task *t, void *arg)
+{
+	(void)t;
+	(void)arg;
+	while (atomic_load(&h.hold))
+		sleep_ms(10);
+	atomic_fetch_add(&h.slow_runs, 1);
+	return 0;
+}
+
+/* Until the key's list has want entries, the first in state (0: any); within 10 s. */
+static tw_cluster_task_list *wait_task(const char *key, size_t want, unsigned state)
+{
+	for (int i = 0; i < 1000; i++, sleep_ms(10)) {
+		tw_cluster_task_list *l;
+		cr_assert_eq(tw_cluster_task_read(EP, P, 0, key, &l), TW_OK);
+		if (l->count == want && (want == 0 || !state || l->tasks[0].state == state))
+			return l;
+		tw_cluster_task_list_free(l);
+	}
+	cr_assert_fail("%s: not %zu entries in state %u within 10 s", key, want, state);
+	return NULL;
+}
+
+Test(views, what_a_replica_writes)
+{
+	tw_config ecfg;
+	tw_config_init(&ecfg);
+	ecfg.executors = 2;
+	tw_engine *e;
+	cr_assert_eq(tw_engine_create(&ecfg, &e), TW_OK);
+	tw_cluster_config cfg;
+	tw_cluster_config_init(&cfg);
+	cfg.engine = e;
+	cfg.endpoints = EP;
+	cfg.member = "v-1";
+	cfg.prefix = P;
+	cfg.groups = GROUPS;
+	cfg.lease_ttl_s = 2;
+	cfg.claim_ahead_ms = 200;
+	tw_cluster *c;
+	cr_assert_eq(tw_cluster_join(&cfg, &c), TW_OK);
+	atomic_store(&h.code, 3);
+	atomic_store(&h.hold, true);
+	cr_assert_eq(tw_cluster_handle(c, "fail", fail_handler, NULL), TW_OK);
+	cr_assert_eq(tw_cluster_handle(c, "slow", slow_handler, NULL), TW_OK);
+
+	/* Pending: as deferred, no attempt made. */
+	tw_cluster_defer_spec far = { .kind = "fail",
+				      .key = "far:1",
+				      .delay_ms = 600000,
+				      .payload = "x",
+				      .payload_len = 1,
+				      .max_attempts = 4,
+				      .backoff_ms = 20 };
+	int64_t before = wall_ms();
+	cr_assert_eq(tw_cluster_defer(c, &far), TW_OK);
+	tw_cluster_task_list *l = wait_task("far:1", 1, TW_CLUSTER_TASK_PENDING);
+	cr_assert(l->tasks[0].attempt == 0 && l->tasks[0].max_attempts == 4 &&
+		  l->tasks[0].backoff_ms == 20 && l->tasks[0].due_ms >= before + 600000);
+	cr_assert_str_eq(l->tasks[0].kind, "fail");
+	tw_cluster_task_list_free(l);
+
+	/* Claimed while its handler runs: by v-1, attempt 1, with the owner's token. */
+	tw_cluster_defer_spec slow = { .kind = "slow", .key = "slow:1" };
+	cr_assert_eq(tw_cluster_defer(c, &slow), TW_OK);
+	l = wait_task("slow:1", 1, TW_CLUSTER_TASK_CLAIMED);
+	cr_assert(l->tasks[0].attempt == 1 && l->tasks[0].token > 0);
+	cr_assert_str_eq(l->tasks[0].claimed_by, "v-1");
+	tw_cluster_task_list_free(l);
+	tw_cluster_view *v;
+	cr_assert_eq(tw_cluster_view_read(EP, P, 0, &v), TW_OK);
+	cr_assert(v->tasks == 2 && v->tasks_claimed == 1 && v->dead == 0, "%" PRIu64 " %" PRIu64,
+		  v->tasks, v->tasks_claimed);
+	tw_cluster_view_free(v);
+	atomic_store(&h.hold, false);
+	tw_cluster_task_list_free(wait_task("slow:1", 0, 0));
+	cr_assert_eq(atomic_load(&h.slow_runs), 1);
+
+	/* Failing twice: a dead letter with the last attempt and its code; requeued, it runs
+	 * again from attempt 1 and, succeeding, is gone. */
+	tw_cluster_defer_spec now = { .kind = "fail",
+				      .key = "now:1",
+				      .payload = "p\n",
+				      .payload_len = 2,
+				      .max_attempts = 2,
+				      .backoff_ms = 20 };
+	cr_assert_eq(tw_cluster_defer(c, &now), TW_OK);
+	l = wait_task("now:1", 1, TW_CLUSTER_TASK_DEAD);
+	cr_assert(l->tasks[0].attempt == 2 && l->tasks[0].last_code == 3 &&
+		  l->tasks[0].payload_len == 2 && memcmp(l->tasks[0].payload, "p\n", 2) == 0);
+	tw_cluster_task_list_free(l);
+	cr_assert_eq(atomic_load(&h.runs), 2);
+	cr_assert_eq(tw_cluster_dead_read(EP, P, 0, NULL, 0, &l), TW_OK);
+	cr_assert(l->count == 1 && strcmp(l->tasks[0].key, "now:1") == 0);
+	tw_cluster_task_list_free(l);
+	atomic_store(&h.code, 0);
+	cr_assert_eq(tw_cluster_requeue(EP, P, 0, "now:1", 0), TW_OK);
+	tw_cluster_task_list_free(wait_task("now:1", 0, 0));
+	cr_assert_eq(atomic_load(&h.runs), 3);
+	cr_assert_eq(atomic_load(&h.last_attempt), 1, "a requeued task starts afresh");
+
+	tw_cluster_leave(c);
+	tw_engine_destroy(e);
 }
