@@ -236,6 +236,73 @@ TW_CLUSTER_API int tw_cluster_task_read(const char *const *endpoints, const char
 	return TW_OK;
 }
 
+/* Room for n more entries in l. */
+static int list_room(tw_cluster_task_list *l, size_t *cap, size_t n)
+{
+	if (l->count + n <= *cap)
+		return TW_OK;
+	size_t want = l->count + n;
+	tw_cluster_task_view *t = realloc(l->tasks, want * sizeof *t);
+	if (!t)
+		return -TW_ENOMEM;
+	l->tasks = t;
+	*cap = want;
+	return TW_OK;
+}
+
+/* The dead letters from start (start_len bytes) on, up to limit more of them, appended to l;
+ * *next: where the following page starts (malloc'ed), NULL when the range ended. */
+static int dead_page(struct reader *r, tw_cluster_task_list *l, size_t *cap, const void *start,
+		     size_t start_len, size_t limit, unsigned *groups, uint8_t **next,
+		     size_t *next_len)
+{
+	*next = NULL;
+	char cfg[CL_KEY_MAX], dead[CL_KEY_MAX];
+	int cfg_len = tw__cl_key(r->c, cfg, "config/groups");
+	int dead_len = tw__cl_key(r->c, dead, "dead/");
+	uint8_t *end = NULL;
+	size_t end_len = 0;
+	if (cfg_len < 0 || dead_len < 0)
+		return -TW_EINVAL;
+	if (tw__etcd_prefix_end(dead, (size_t)dead_len, &end, &end_len) != 0)
+		return -TW_ENOMEM;
+	/* The groups once, with the first page. */
+	etcd_op ops[2] = { range_op(cfg, cfg_len), range_op(start, (int)start_len) };
+	etcd_op *page = *groups ? &ops[0] : &ops[1];
+	*page = range_op(start, (int)start_len);
+	page->range_end = end;
+	page->range_end_len = end_len;
+	page->limit = limit > INT64_MAX ? INT64_MAX : (int64_t)limit;
+	etcd_txn_result res = { 0 };
+	size_t nops = *groups ? 1 : 2;
+	int rc = reader_txn(r, NULL, 0, ops, nops, NULL, 0, &res);
+	if (rc == TW_OK && !*groups) {
+		rc = groups_of(&res.results[0].range, groups);
+		l->revision = res.revision;
+	}
+	const etcd_range_result *d = rc == TW_OK ? &res.results[nops - 1].range : NULL;
+	if (rc == TW_OK)
+		rc = list_room(l, cap, d->count);
+	for (size_t i = 0; rc == TW_OK && i < d->count; i++) {
+		const etcd_kv *kv = &d->kvs[i];
+		const char *key = (const char *)kv->key + dead_len;
+		if (kv->key_len > (size_t)dead_len && tw__cl_task_key_ok(key))
+			rc = list_add(l, key, kv, NULL, *groups);
+	}
+	if (rc == TW_OK && d->more && d->count) {
+		/* After the last key: that key and a NUL byte. */
+		const etcd_kv *last = &d->kvs[d->count - 1];
+		if (!(*next = calloc(1, last->key_len + 1)))
+			rc = -TW_ENOMEM;
+		else
+			memcpy(*next, last->key, last->key_len);
+		*next_len = last->key_len + 1;
+	}
+	tw__etcd_txn_result_free(&res);
+	free(end);
+	return rc;
+}
+
 TW_CLUSTER_API int tw_cluster_dead_read(const char *const *endpoints, const char *prefix,
 					unsigned timeout_ms, const char *after, size_t limit,
 					tw_cluster_task_list **out)
@@ -250,46 +317,33 @@ TW_CLUSTER_API int tw_cluster_dead_read(const char *const *endpoints, const char
 		return rc;
 	if (limit == 0)
 		limit = 1000;
-	char cfg[CL_KEY_MAX], start[CL_KEY_MAX], dead[CL_KEY_MAX];
-	int cfg_len = tw__cl_key(r.c, cfg, "config/groups");
-	int dead_len = tw__cl_key(r.c, dead, "dead/");
-	int start_len = tw__cl_key(r.c, start, "dead/%s", after ? after : "");
-	uint8_t *end = NULL;
-	size_t end_len = 0;
-	if (cfg_len < 0 || dead_len < 0 || start_len < 0)
+	char first[CL_KEY_MAX];
+	int first_len = tw__cl_key(r.c, first, "dead/%s", after ? after : "");
+	tw_cluster_task_list *l = list_new(0);
+	size_t cap = 1;
+	if (first_len < 0)
 		rc = -TW_EINVAL;
-	else if (tw__etcd_prefix_end(dead, (size_t)dead_len, &end, &end_len) != 0)
+	else if (!l)
 		rc = -TW_ENOMEM;
-	etcd_txn_result res = { 0 };
-	if (rc == TW_OK) {
-		/* The first key after "after" is "after" followed by a NUL byte: every key
-		 * that starts with it and is longer comes after that. */
-		etcd_op ops[2] = { range_op(cfg, cfg_len), range_op(start, start_len) };
-		ops[1].key_len += after ? 1 : 0;
-		ops[1].range_end = end;
-		ops[1].range_end_len = end_len;
-		ops[1].limit = limit > INT64_MAX ? INT64_MAX : (int64_t)limit;
-		rc = reader_txn(&r, NULL, 0, ops, 2, NULL, 0, &res);
-	}
+	/* The first key after "after" is "after" and a NUL byte, so that a page after "k1"
+	 * starts at "k10". Keys under dead/ that are no dead letter (an operator's own) are
+	 * left out, and the next page read, so that a page is empty only at the end. */
+	const void *start = first;
+	size_t start_len = (size_t)first_len + (after ? 1 : 0);
+	uint8_t *next = NULL;
 	unsigned groups = 0;
-	if (rc == TW_OK)
-		rc = groups_of(&res.results[0].range, &groups);
-	tw_cluster_task_list *l = NULL;
-	const etcd_range_result *d = rc == TW_OK ? &res.results[1].range : NULL;
-	if (rc == TW_OK && !(l = list_new(d->count)))
-		rc = -TW_ENOMEM;
-	if (rc == TW_OK) {
-		l->revision = res.revision;
-		l->more = d->more;
-		for (size_t i = 0; rc == TW_OK && i < d->count; i++) {
-			const etcd_kv *kv = &d->kvs[i];
-			size_t plen = (size_t)dead_len;
-			if (kv->key_len > plen && tw__cl_task_key_ok((const char *)kv->key + plen))
-				rc = list_add(l, (const char *)kv->key + plen, kv, NULL, groups);
-		}
+	while (rc == TW_OK) {
+		uint8_t *prev = next;
+		rc = dead_page(&r, l, &cap, start, start_len, limit - l->count, &groups, &next,
+			       &start_len);
+		free(prev);
+		start = next;
+		if (rc != TW_OK || !next || l->count == limit)
+			break;
 	}
-	tw__etcd_txn_result_free(&res);
-	free(end);
+	if (rc == TW_OK)
+		l->more = next != NULL;
+	free(next);
 	reader_close(&r);
 	if (rc != TW_OK) {
 		tw_cluster_task_list_free(l);

@@ -222,7 +222,7 @@ static int show_dead(const struct args *a)
 		print_time(t->due_ms);
 		printf("\n");
 	}
-	if (l->more)
+	if (l->more && l->count)
 		printf("next page: tw-cluster dead --after %s\n", l->tasks[l->count - 1].key);
 	tw_cluster_task_list_free(l);
 	return 0;
