@@ -7,7 +7,6 @@
  * die: that one is a forked child that writes its runs to a file.
  */
 #include <criterion/criterion.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -20,64 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "etcd_harness.h"
-#include "tickwheel_cluster.h"
-
-static etcd_harness *etcd;
-
-static void start_etcd(void)
-{
-	etcd = etcd_harness_start(3);
-	cr_assert_not_null(etcd, "etcd did not start");
-}
-
-static void stop_etcd(void)
-{
-	etcd_harness_stop(etcd);
-	etcd = NULL;
-}
+#include "cluster_test_support.h"
 
 TestSuite(cluster, .init = start_etcd, .fini = stop_etcd, .timeout = 60);
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static tw_engine *new_engine(void)
-{
-	tw_config cfg;
-	tw_config_init(&cfg);
-	cfg.executors = 2;
-	tw_engine *e;
-	cr_assert_eq(tw_engine_create(&cfg, &e), TW_OK);
-	return e;
-}
-
-static int join(tw_engine *e, const char *member, const char *prefix, unsigned groups,
-		tw_cluster **out)
-{
-	tw_cluster_config cfg;
-	tw_cluster_config_init(&cfg);
-	cfg.engine = e;
-	cfg.endpoints = etcd_harness_endpoints(etcd);
-	cfg.member = member;
-	cfg.prefix = prefix;
-	cfg.groups = groups;
-	cfg.lease_ttl_s = 2;
-	cfg.claim_ahead_ms = 500;
-	cfg.request_timeout_ms = 1000;
-	return tw_cluster_join(&cfg, out);
-}
 
 /* Every run of the test's replicas in one process. */
 struct run {
