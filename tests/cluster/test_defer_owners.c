@@ -97,11 +97,15 @@ Test(defer, tasks_left_with_no_replica_run_when_one_joins)
 	replica_leave(&a);
 	while (wall_ms() < due + 500)
 		sleep_ms(10);
-	tw_cluster_view *v;
-	cr_assert_eq(tw_cluster_view_read(etcd_harness_endpoints(etcd), "/d14/", 0, &v), TW_OK);
-	cr_expect_eq(v->tasks, N, "live tasks in etcd with no replica");
-	cr_expect_eq(v->tasks_claimed, 0);
-	tw_cluster_view_free(v);
+	/* The view's task counts come with the task views. */
+	if (task_views_linked()) {
+		tw_cluster_view *v;
+		cr_assert_eq(tw_cluster_view_read(etcd_harness_endpoints(etcd), "/d14/", 0, &v),
+			     TW_OK);
+		cr_expect_eq(v->tasks, N, "live tasks in etcd with no replica");
+		cr_expect_eq(v->tasks_claimed, 0);
+		tw_cluster_view_free(v);
+	}
 	struct replica c = replica_join("c", "/d14/", 4);
 	cr_assert_eq(tw_cluster_handle(c.c, "ok", note_task, &succeeds), TW_OK);
 	wait_runs(NULL, N, 10000);
