@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cluster_test_support.h"
 
@@ -25,6 +26,8 @@ int note_task(const tw_cluster_task *t, void *arg)
 {
 	const struct behaviour *b = arg;
 	int64_t start = wall_ms();
+	struct timespec mono;
+	clock_gettime(CLOCK_MONOTONIC, &mono);
 	struct task_run *r = NULL;
 	pthread_mutex_lock(&rec.lock);
 	if (rec.n < sizeof rec.runs / sizeof rec.runs[0]) {
@@ -39,6 +42,9 @@ int note_task(const tw_cluster_task *t, void *arg)
 		r->group = t->group;
 		r->token = t->token;
 		r->due_ms = t->due_ms;
+		r->due_ns = t->due_ns;
+		r->start_lateness_ns = t->start_lateness_ns;
+		r->start_mono_ns = (int64_t)mono.tv_sec * 1000000000 + mono.tv_nsec;
 		r->start_ms = start;
 		r->end_ms = 0;
 		r->replica = b->replica;
@@ -173,6 +179,7 @@ void two_replicas(struct two *p, const char *prefix)
 		cr_assert(o && (!strcmp(o, "a") || !strcmp(o, "b")), "group %u: owner %s", g,
 			  o ? o : "none");
 		p->owner[g] = !strcmp(o, "b");
+		p->token[g] = v->group[g].token;
 	}
 	tw_cluster_view_free(v);
 }
@@ -220,13 +227,15 @@ int defer_at(tw_cluster *c, const char *kind, const char *key, int64_t due_ms)
 #pragma weak tw_cluster_task_read
 #pragma weak tw_cluster_dead_read
 #pragma weak tw_cluster_task_list_free
+#pragma weak tw_cluster_requeue
 
 bool task_views_linked(void)
 {
-	if (tw_cluster_task_read && tw_cluster_dead_read && tw_cluster_task_list_free)
+	if (tw_cluster_task_read && tw_cluster_dead_read && tw_cluster_task_list_free &&
+	    tw_cluster_requeue)
 		return true;
-	cr_log_warn("tw_cluster_task_read and tw_cluster_dead_read are not linked: "
-		    "the checks of etcd's view of the tasks are left out");
+	cr_log_warn("tw_cluster_task_read, _dead_read and _requeue are not linked: "
+		    "the checks of etcd's view of the tasks and of requeue are left out");
 	return false;
 }
 
@@ -253,4 +262,9 @@ void task_list_free(tw_cluster_task_list *l)
 {
 	if (l)
 		tw_cluster_task_list_free(l);
+}
+
+int requeue(const char *prefix, const char *key, int64_t due_ms)
+{
+	return tw_cluster_requeue(etcd_harness_endpoints(etcd), prefix, 0, key, due_ms);
 }

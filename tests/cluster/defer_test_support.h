@@ -23,6 +23,9 @@ struct task_run {
 	uint64_t token;
 	int64_t due_ms;
 	int64_t start_ms, end_ms; /* wall ms when the handler began, and just before it returned */
+	uint64_t due_ns;
+	int64_t start_lateness_ns;
+	int64_t start_mono_ns; /* CLOCK_MONOTONIC when the handler began */
 	int replica;
 };
 
@@ -72,10 +75,11 @@ struct replica replica_join(const char *member, const char *prefix, unsigned gro
 void replica_leave(struct replica *r);
 
 /* Two replicas a (replica 0) and b (1) in 4 groups, both handling "ok", settled two and two;
- * owner[g] says which one owns group g. */
+ * owner[g] says which one owns group g, token[g] with which fencing token. */
 struct two {
 	struct replica a, b;
 	int owner[4];
+	uint64_t token[4];
 };
 void two_replicas(struct two *p, const char *prefix);
 /* The nth key "stem-i" of a group that owner (0: a, 1: b) owns. */
@@ -88,13 +92,15 @@ void wait_runs(const char *key, size_t n, unsigned ms);
 /* The nth run of key (asserted). */
 struct task_run the_run(const char *key, size_t nth);
 int defer_at(tw_cluster *c, const char *kind, const char *key, int64_t due_ms);
-/* Whether tw_cluster_task_read and tw_cluster_dead_read are linked (said on the log if not). */
+/* Whether tw_cluster_task_read, _dead_read and _requeue are linked (said on the log if not). */
 bool task_views_linked(void);
 /* tw_cluster_task_read of key under prefix, and tw_cluster_dead_read of all under prefix
  * (asserted TW_OK); NULL when they are not linked. */
 tw_cluster_task_list *task_read(const char *prefix, const char *key);
 tw_cluster_task_list *dead_read(const char *prefix);
 void task_list_free(tw_cluster_task_list *l);
+/* tw_cluster_requeue under prefix; only when task_views_linked(). */
+int requeue(const char *prefix, const char *key, int64_t due_ms);
 
 /* Polls cond every 10 ms for up to ms milliseconds; ok receives its last value. */
 #define WAIT_UNTIL(ok, cond, ms)                               \

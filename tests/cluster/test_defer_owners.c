@@ -32,13 +32,23 @@ Test(defer, a_task_deferred_anywhere_runs_on_the_owner_of_its_group)
 	struct task_run r = the_run(on_b, 0);
 	cr_expect_eq(r.replica, 1, "%s (group %u, b's) ran on a", on_b, r.group);
 	cr_expect_eq(r.group, tw_cluster_group_of(on_b, 4));
+	cr_expect_eq(r.token, p.token[r.group], "not the owner's token");
 	r = the_run(on_a, 0);
 	cr_expect_eq(r.replica, 0, "%s (group %u, a's) ran on b", on_a, r.group);
+	cr_expect_eq(r.token, p.token[r.group], "not the owner's token");
+	/* Cancel and move from the replica that does not own the group. */
+	char other[32];
+	key_owned_by(&p, 1, "x", 1, other, sizeof other);
+	cr_assert_eq(defer_at(p.b.c, "ok", other, wall_ms() + HOUR_MS), TW_OK);
+	int64_t moved = wall_ms() + 2 * HOUR_MS;
+	cr_expect_eq(tw_cluster_defer_move(p.a.c, other, moved, 0), TW_OK);
+	cr_expect_eq(tw_cluster_defer_cancel(p.a.c, other), TW_OK);
+	cr_expect_eq(tw_cluster_defer_cancel(p.b.c, other), -TW_ENOTFOUND);
 	sleep_ms(1000);
 	cr_expect_eq(runs_of(NULL), 2);
 	tw_cluster_counters sa = stats(p.a.c), sb = stats(p.b.c);
 	cr_expect_eq(sa.defers, 1);
-	cr_expect_eq(sb.defers, 1);
+	cr_expect_eq(sb.defers, 2);
 	cr_expect_eq(sa.defer_runs, 1);
 	cr_expect_eq(sb.defer_runs, 1);
 	expect_never_early();
@@ -51,15 +61,22 @@ Test(defer, a_leaving_owner_hands_its_tasks_over_and_each_runs_once)
 	struct two p;
 	two_replicas(&p, "/d13/");
 	enum { N = 4 };
-	char keys[N][32], claimed[32];
-	int64_t due = wall_ms() + 2500;
+	char keys[N][32], claimed[32], only_b[32];
+	/* A kind only b handles: it waits on a, then b takes the group and runs it. */
+	key_owned_by(&p, 0, "o", 0, only_b, sizeof only_b);
+	cr_assert_eq(tw_cluster_handle(p.b.c, "only-b", note_task, &succeeds_b), TW_OK);
+	cr_assert_eq(defer_at(p.b.c, "only-b", only_b, wall_ms() + 100), TW_OK);
+	int64_t due = wall_ms() + 3000;
 	for (int i = 0; i < N; i++) {
 		key_owned_by(&p, 0, "h", i, keys[i], sizeof keys[i]);
 		cr_assert_eq(defer_at(p.b.c, "ok", keys[i], due), TW_OK);
 	}
 	bool ok;
-	WAIT_UNTIL(ok, stats(p.a.c).defer_pending == N, 2000);
-	cr_assert(ok, "a holds %" PRIu64 " of its %d tasks", stats(p.a.c).defer_pending, N);
+	WAIT_UNTIL(ok, stats(p.a.c).defer_pending == N + 1 && stats(p.a.c).defer_unhandled == 1,
+		   2000);
+	tw_cluster_counters s = stats(p.a.c);
+	cr_assert(ok, "a holds %" PRIu64 " of its %d tasks, %" PRIu64 " with no handler",
+		  s.defer_pending, N + 1, s.defer_unhandled);
 	/* Due soon: a has it claimed, or about to, when it leaves. */
 	key_owned_by(&p, 0, "c", 0, claimed, sizeof claimed);
 	cr_assert_eq(defer_at(p.b.c, "ok", claimed, wall_ms() + 600), TW_OK);
@@ -70,6 +87,8 @@ Test(defer, a_leaving_owner_hands_its_tasks_over_and_each_runs_once)
 		cr_expect_eq(the_run(keys[i], 0).replica, 1, "%s ran on a after it left", keys[i]);
 	}
 	wait_runs(claimed, 1, 10000);
+	wait_runs(only_b, 1, 10000);
+	cr_expect_eq(the_run(only_b, 0).replica, 1);
 	sleep_ms(1000);
 	for (int i = 0; i < N; i++)
 		cr_expect_eq(runs_of(keys[i]), 1);

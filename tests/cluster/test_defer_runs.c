@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cluster_test_support.h"
@@ -57,6 +58,13 @@ Test(defer, a_task_runs_once_with_its_key_kind_payload_attempt_and_due)
 	cr_expect_eq(r.due_ms, due1);
 	cr_expect_eq(r.group, tw_cluster_group_of(t1.key, 4));
 	cr_expect_gt(r.token, 0);
+	/* due_ns is due_ms on the monotonic clock (within the clocks' reading apart);
+	 * start_lateness_ns was taken before the handler began. */
+	int64_t mono_due = r.start_mono_ns - (r.start_ms - r.due_ms) * 1000000;
+	cr_expect(llabs((long long)r.due_ns - mono_due) < 1000000000,
+		  "due_ns %" PRIu64 " is not due_ms on CLOCK_MONOTONIC (%" PRId64 ")", r.due_ns,
+		  mono_due);
+	cr_expect_leq(r.start_lateness_ns, r.start_mono_ns - (int64_t)r.due_ns);
 	r = the_run(key200, 0);
 	cr_expect_eq(r.payload_len, sizeof max);
 	cr_expect_arr_eq(r.payload, max, sizeof max);
@@ -239,6 +247,21 @@ Test(defer, a_failing_task_is_retried_after_its_backoff_then_dead_lettered)
 	}
 	task_list_free(l);
 	cr_expect_eq(tw_cluster_defer(a.c, &d), -TW_EEXIST);
+	if (task_views_linked()) {
+		/* Requeued: a pending task again with no attempts made; the dead letter goes. */
+		cr_expect_eq(requeue("/d10/", "doomed", 0), -TW_EEXIST, "a live task has the key");
+		cr_expect_eq(requeue("/d10/", "nothing", 0), -TW_ENOTFOUND);
+		cr_expect_eq(tw_cluster_defer_cancel(a.c, "doomed"), TW_OK);
+		int64_t due = wall_ms() + 200;
+		cr_expect_eq(requeue("/d10/", "doomed", due), TW_OK);
+		wait_runs("doomed", 4, 5000);
+		struct task_run again = the_run("doomed", 3);
+		cr_expect_eq(again.attempt, 1, "a requeued task starts its attempts again");
+		cr_expect_eq(again.due_ms, due);
+		cr_expect_arr_eq(again.payload, "dead", 4);
+		WAIT_UNTIL(ok, stats(a.c).defer_dead == 2, 10000);
+		cr_expect(ok, "the requeued task did not go back to the dead letters");
+	}
 	replica_leave(&a);
 }
 
@@ -274,14 +297,17 @@ Test(defer, a_kind_with_no_handler_waits_until_one_is_registered)
 	int64_t due = wall_ms() + 200;
 	cr_assert_eq(defer_at(a.c, "nobody", "u1", due), TW_OK);
 	cr_assert_eq(defer_at(a.c, "nobody", "u2", 1), TW_OK);
+	/* Held, far from its due: counted already ("tasks held here now whose kind has no
+	 * handler here"). */
+	cr_assert_eq(defer_at(a.c, "nobody", "u3", wall_ms() + HOUR_MS), TW_OK);
 	bool ok;
-	WAIT_UNTIL(ok, stats(a.c).defer_unhandled == 2, 5000);
+	WAIT_UNTIL(ok, stats(a.c).defer_unhandled == 3, 5000);
 	cr_expect(ok, "defer_unhandled: %" PRIu64, stats(a.c).defer_unhandled);
 	while (wall_ms() < due + 1200)
 		sleep_ms(10);
 	tw_cluster_counters s = stats(a.c);
-	cr_expect_eq(s.defer_unhandled, 2);
-	cr_expect_eq(s.defer_pending, 2);
+	cr_expect_eq(s.defer_unhandled, 3);
+	cr_expect_eq(s.defer_pending, 3);
 	cr_expect_eq(s.defer_runs, 0);
 	cr_expect_eq(s.defer_dead, 0);
 	cr_expect_eq(runs_of(NULL), 0);
@@ -298,10 +324,10 @@ Test(defer, a_kind_with_no_handler_waits_until_one_is_registered)
 	wait_runs(NULL, 2, 5000);
 	cr_expect_eq(the_run("u1", 0).attempt, 1);
 	cr_expect_eq(the_run("u2", 0).attempt, 1);
-	WAIT_UNTIL(ok, stats(a.c).defer_pending == 0, 5000);
+	WAIT_UNTIL(ok, stats(a.c).defer_pending == 1, 5000);
 	s = stats(a.c);
-	cr_expect_eq(s.defer_unhandled, 0);
-	cr_expect_eq(s.defer_pending, 0);
+	cr_expect_eq(s.defer_unhandled, 0, "u3 has a handler now");
+	cr_expect_eq(s.defer_pending, 1, "u3 waits for its due");
 	expect_never_early();
 	replica_leave(&a);
 }
