@@ -8,7 +8,9 @@
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -93,6 +95,11 @@ Test(defer, a_leaving_owner_hands_its_tasks_over_and_each_runs_once)
 	for (int i = 0; i < N; i++)
 		cr_expect_eq(runs_of(keys[i]), 1);
 	cr_expect_eq(runs_of(claimed), 1, "a task claimed at the leave ran twice");
+	/* No handler starts on a once its leave began; a claim it made is given back unrun,
+	 * and the taker runs the task with the same attempt. */
+	struct task_run r = the_run(claimed, 0);
+	cr_expect_eq(r.replica, 1, "%s ran on a after it left", claimed);
+	cr_expect_eq(r.attempt, 1);
 	cr_expect_eq(stats(p.b.c).groups_owned, 4);
 	expect_never_early();
 	tw_engine_destroy(p.a.e);
@@ -135,9 +142,54 @@ Test(defer, tasks_left_with_no_replica_run_when_one_joins)
 	}
 	tw_cluster_counters s = stats(c.c);
 	cr_expect_geq(s.defer_loaded, N);
+	cr_expect_geq(s.defer_overdue, N, "every task was due when c read it");
 	cr_expect_eq(s.defer_runs, N);
 	expect_never_early();
 	replica_leave(&c);
+}
+
+/* tw_cluster_leave in a thread of its own, saying when it returned. */
+struct leaver {
+	tw_cluster *c;
+	atomic_int *left;
+};
+
+static void *leave_and_say(void *arg)
+{
+	struct leaver *l = arg;
+	tw_cluster_leave(l->c);
+	atomic_store(l->left, 1);
+	return NULL;
+}
+
+Test(defer, a_leave_waits_for_the_handler_going_on_and_writes_its_result)
+{
+	struct two p;
+	two_replicas(&p, "/d19/");
+	cr_assert_eq(tw_cluster_handle(p.a.c, "hold", note_task, &blocks), TW_OK);
+	cr_assert_eq(tw_cluster_handle(p.b.c, "hold", note_task, &succeeds_b), TW_OK);
+	char key[32];
+	key_owned_by(&p, 0, "l", 0, key, sizeof key);
+	cr_assert_eq(defer_at(p.b.c, "hold", key, wall_ms() + 200), TW_OK);
+	bool ok;
+	WAIT_UNTIL(ok, blocked_entered() == 1, 5000);
+	cr_assert(ok, "a's handler did not start");
+	pthread_t t;
+	atomic_int left = 0;
+	struct leaver l = { p.a.c, &left };
+	cr_assert_eq(pthread_create(&t, NULL, leave_and_say, &l), 0);
+	sleep_ms(700);
+	cr_expect_eq(atomic_load(&left), 0, "leave returned while a handler was going on");
+	gate_open();
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	tw_engine_destroy(p.a.e);
+	/* Its result (0: done) was written: b, which takes the group, does not run it again. */
+	sleep_ms(1500);
+	cr_expect_eq(runs_of(key), 1, "the task ran again after a leave that waited for it");
+	cr_expect_eq(tw_cluster_defer_cancel(p.b.c, key), -TW_ENOTFOUND);
+	cr_expect_eq(stats(p.b.c).defer_pending, 0);
+	cr_expect_eq(stats(p.b.c).defer_reclaims, 0);
+	replica_leave(&p.b);
 }
 
 /* The child's handler: reports "key attempt token due" and never returns. */
@@ -226,6 +278,7 @@ Test(defer, an_owner_killed_in_its_handler_is_taken_over_with_the_next_attempt)
 	tw_cluster_counters s = stats(b.c);
 	cr_expect_eq(s.defer_reclaims, 1);
 	cr_expect_geq(s.takeovers, 1);
+	cr_expect_geq(s.defer_overdue, 1, "in-handler was due when the taker read it");
 
 	wait_runs("pending", 1, (unsigned)(due2 - wall_ms() + 8000));
 	r = the_run("pending", 0);

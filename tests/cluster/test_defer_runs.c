@@ -331,3 +331,34 @@ Test(defer, a_kind_with_no_handler_waits_until_one_is_registered)
 	expect_never_early();
 	replica_leave(&a);
 }
+
+Test(defer, tasks_the_engine_refuses_wait_in_etcd_and_all_run)
+{
+	tw_config ecfg;
+	tw_config_init(&ecfg);
+	ecfg.executors = 2;
+	ecfg.max_tasks = 8;
+	struct replica a = { NULL, NULL };
+	cr_assert_eq(tw_engine_create(&ecfg, &a.e), TW_OK);
+	cr_assert_eq(join(a.e, "a", "/d20/", 4, &a.c), TW_OK);
+	cr_assert_eq(tw_cluster_handle(a.c, "ok", note_task, &succeeds), TW_OK);
+	enum { N = 24 };
+	tw_cluster_defer_spec specs[N];
+	char keys[N][8];
+	int64_t due = wall_ms() + 1000;
+	for (int i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof keys[i], "e%02d", i);
+		specs[i] = task_spec("ok", keys[i], due, 0);
+	}
+	cr_assert_eq(tw_cluster_defer_many(a.c, specs, N, NULL), TW_OK);
+	bool ok;
+	WAIT_UNTIL(ok, stats(a.c).defer_pending > 0, 3000);
+	cr_expect_leq(stats(a.c).defer_pending, 8, "more held than the engine takes");
+	/* The rest wait in etcd and are read again as room is made: none is dropped. */
+	wait_runs(NULL, N, 20000);
+	sleep_ms(1000);
+	for (int i = 0; i < N; i++)
+		cr_expect_eq(runs_of(keys[i]), 1, "%s", keys[i]);
+	expect_never_early();
+	replica_leave(&a);
+}
