@@ -147,6 +147,7 @@ struct behaviour succeeds_b = { .replica = 1, .succeed_at = 1 };
 struct behaviour blocks = { .replica = 0, .succeed_at = 1, .block = true };
 struct behaviour always_fails = { .replica = 0, .succeed_at = 0, .fail_code = 7 };
 struct behaviour fails_once = { .replica = 0, .succeed_at = 2, .fail_code = 3 };
+struct behaviour fails_b = { .replica = 1, .succeed_at = 0, .fail_code = 9 };
 
 struct replica replica_join(const char *member, const char *prefix, unsigned groups)
 {

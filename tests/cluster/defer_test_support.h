@@ -62,7 +62,7 @@ tw_cluster_counters stats(tw_cluster *c);
 #define HOUR_MS 3600000
 
 /* Behaviours of the kinds: replica 0's (a's) unless named _b. */
-extern struct behaviour succeeds, succeeds_b, blocks, always_fails, fails_once;
+extern struct behaviour succeeds, succeeds_b, blocks, always_fails, fails_once, fails_b;
 
 struct replica {
 	tw_engine *e;

@@ -204,8 +204,9 @@ static int child_handler(const tw_cluster_task *t, void *arg)
 		pause();
 }
 
-/* The owner that dies: the first member by name, so it owns the one group; defers both tasks
- * and blocks in the first one's handler until killed. No Criterion calls here. */
+/* The owner that dies: the first member by name, so it owns the one group. Defers three
+ * tasks: two due at due1 (one of a single attempt) that block its two executors in their
+ * handlers until it is killed, one at due2. No Criterion calls here. */
 static void child_owner(int fd, const char *prefix, int64_t due1, int64_t due2)
 {
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
@@ -217,16 +218,40 @@ static void child_owner(int fd, const char *prefix, int64_t due1, int64_t due2)
 	tw_cluster *c;
 	if (tw_engine_create(&ecfg, &e) != TW_OK || join(e, "a-child", prefix, 1, &c) != TW_OK)
 		_exit(3);
-	if (tw_cluster_handle(c, "work", child_handler, (void *)(intptr_t)fd) != TW_OK)
+	if (tw_cluster_handle(c, "work", child_handler, (void *)(intptr_t)fd) != TW_OK ||
+	    tw_cluster_handle(c, "fragile", child_handler, (void *)(intptr_t)fd) != TW_OK)
 		_exit(4);
 	tw_cluster_defer_spec s1 = task_spec("work", "in-handler", due1, 0);
 	s1.payload = "p1";
 	s1.payload_len = 2;
-	tw_cluster_defer_spec s2 = task_spec("work", "pending", due2, 0);
-	if (tw_cluster_defer(c, &s1) != TW_OK || tw_cluster_defer(c, &s2) != TW_OK)
+	tw_cluster_defer_spec s2 = task_spec("fragile", "one-attempt", due1, 0);
+	s2.max_attempts = 1;
+	tw_cluster_defer_spec s3 = task_spec("work", "pending", due2, 0);
+	if (tw_cluster_defer(c, &s1) != TW_OK || tw_cluster_defer(c, &s2) != TW_OK ||
+	    tw_cluster_defer(c, &s3) != TW_OK)
 		_exit(6);
 	for (;;)
 		pause();
+}
+
+/* The child's first n handler lines ("key attempt token due"), read within ms. */
+static void read_child_lines(int fd, char *buf, size_t cap, int n, int ms)
+{
+	size_t len = 0;
+	int64_t until = mono_ms() + ms;
+	buf[0] = '\0';
+	for (int lines = 0; lines < n;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int left = (int)(until - mono_ms());
+		cr_assert(left > 0 && poll(&pfd, 1, left) == 1,
+			  "the child's handlers did not start: \"%s\"", buf);
+		ssize_t got = read(fd, buf + len, cap - 1 - len);
+		cr_assert_gt(got, 0, "the child ended before its handlers ran: \"%s\"", buf);
+		for (ssize_t i = 0; i < got; i++)
+			lines += buf[len + (size_t)i] == '\n';
+		len += (size_t)got;
+		buf[len] = '\0';
+	}
 }
 
 Test(defer, an_owner_killed_in_its_handler_is_taken_over_with_the_next_attempt)
@@ -241,25 +266,23 @@ Test(defer, an_owner_killed_in_its_handler_is_taken_over_with_the_next_attempt)
 		child_owner(fds[1], "/d15/", due1, due2);
 	}
 	close(fds[1]);
-	struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
-	char line[TW_CLUSTER_KEY_MAX + 80] = "";
-	cr_assert_eq(poll(&pfd, 1, 10000), 1, "the child's handler did not start");
-	ssize_t got = read(fds[0], line, sizeof line - 1);
-	cr_assert_gt(got, 0, "the child ended before its handler ran");
-	line[got] = '\0';
-	char key[64];
+	char text[2 * (TW_CLUSTER_KEY_MAX + 80)];
+	read_child_lines(fds[0], text, sizeof text, 2, 10000);
+	char *in = strstr(text, "in-handler ");
+	cr_assert_not_null(in, "%s", text);
 	unsigned attempt;
 	uint64_t token;
 	int64_t due;
-	cr_assert_eq(sscanf(line, "%63s %u %" SCNu64 " %" SCNd64, key, &attempt, &token, &due), 4,
-		     "%s", line);
-	cr_expect_str_eq(key, "in-handler");
+	cr_assert_eq(sscanf(in, "in-handler %u %" SCNu64 " %" SCNd64, &attempt, &token, &due), 3,
+		     "%s", text);
 	cr_expect_eq(attempt, 1);
 	cr_expect_eq(due, due1);
+	cr_assert_not_null(strstr(text, "one-attempt 1 "), "%s", text);
 
 	/* Second by name: with one group it owns nothing while the child lives. */
 	struct replica b = replica_join("b-parent", "/d15/", 1);
 	cr_assert_eq(tw_cluster_handle(b.c, "work", note_task, &succeeds_b), TW_OK);
+	cr_assert_eq(tw_cluster_handle(b.c, "fragile", note_task, &fails_b), TW_OK);
 	sleep_ms(300);
 	cr_assert_eq(stats(b.c).groups_owned, 0);
 	cr_assert_eq(kill(pid, SIGKILL), 0);
@@ -275,10 +298,20 @@ Test(defer, an_owner_killed_in_its_handler_is_taken_over_with_the_next_attempt)
 	cr_expect_eq(r.due_ms, due1);
 	cr_expect_eq(r.payload_len, 2);
 	cr_expect_arr_eq(r.payload, "p1", 2);
+	/* Its one attempt was the dead owner's: it still runs once more, and its failure then
+	 * dead-letters it. */
+	wait_runs("one-attempt", 1, 10000);
+	r = the_run("one-attempt", 0);
+	cr_expect_eq(r.attempt, 2);
+	cr_expect_eq(r.max_attempts, 1);
+	bool ok;
+	WAIT_UNTIL(ok, stats(b.c).defer_dead == 1, 5000);
+	cr_expect(ok, "a failure after a takeover past max_attempts was not dead-lettered");
 	tw_cluster_counters s = stats(b.c);
-	cr_expect_eq(s.defer_reclaims, 1);
+	cr_expect_eq(s.defer_reclaims, 2);
+	cr_expect_eq(s.defer_retries, 0);
 	cr_expect_geq(s.takeovers, 1);
-	cr_expect_geq(s.defer_overdue, 1, "in-handler was due when the taker read it");
+	cr_expect_geq(s.defer_overdue, 2, "both claimed tasks were due when the taker read them");
 
 	wait_runs("pending", 1, (unsigned)(due2 - wall_ms() + 8000));
 	r = the_run("pending", 0);
@@ -289,6 +322,7 @@ Test(defer, an_owner_killed_in_its_handler_is_taken_over_with_the_next_attempt)
 	sleep_ms(500);
 	cr_expect_eq(runs_of("in-handler"), 1);
 	cr_expect_eq(runs_of("pending"), 1);
+	cr_expect_eq(runs_of("one-attempt"), 1);
 	expect_never_early();
 	replica_leave(&b);
 }
