@@ -362,3 +362,27 @@ Test(defer, tasks_the_engine_refuses_wait_in_etcd_and_all_run)
 	expect_never_early();
 	replica_leave(&a);
 }
+
+/* A due_ms is any time > 0: one past the year 2262 (where ms * 10^6 leaves int64_t) or at
+ * INT64_MAX is held, never run early. */
+Test(defer, a_due_far_in_the_future_is_held_and_never_runs_early)
+{
+	struct replica a = replica_join("a", "/d21/", 4);
+	cr_assert_eq(tw_cluster_handle(a.c, "ok", note_task, &succeeds), TW_OK);
+	cr_assert_eq(defer_at(a.c, "ok", "year-2286", INT64_C(10000000000000)), TW_OK);
+	cr_assert_eq(defer_at(a.c, "ok", "end-of-time", INT64_MAX), TW_OK);
+	cr_assert_eq(defer_at(a.c, "ok", "moved", wall_ms() + HOUR_MS), TW_OK);
+	cr_assert_eq(tw_cluster_defer_move(a.c, "moved", INT64_MAX - 1, 0), TW_OK);
+	bool ok;
+	WAIT_UNTIL(ok, stats(a.c).defer_pending == 3, 3000);
+	cr_expect(ok, "held: %" PRIu64, stats(a.c).defer_pending);
+	sleep_ms(1500);
+	cr_expect_eq(runs_of(NULL), 0, "a task due centuries ahead ran");
+	expect_never_early();
+	const char *keys[] = { "year-2286", "end-of-time", "moved" };
+	for (int i = 0; i < 3; i++) {
+		int rc = tw_cluster_defer_cancel(a.c, keys[i]);
+		cr_expect_eq(rc, TW_OK, "cancel of %s: %s", keys[i], tw_cluster_strerror(rc));
+	}
+	replica_leave(&a);
+}
