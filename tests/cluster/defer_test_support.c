@@ -223,29 +223,9 @@ int defer_at(tw_cluster *c, const char *kind, const char *key, int64_t due_ms)
 	return tw_cluster_defer(c, &s);
 }
 
-/* The task views come with another change; until they link (weak references), the checks
- * that read them are left out, and each test that would make them says so. A weak reference
- * takes no member out of the static library: these lines go when the views are merged. */
-#pragma weak tw_cluster_task_read
-#pragma weak tw_cluster_dead_read
-#pragma weak tw_cluster_task_list_free
-#pragma weak tw_cluster_requeue
-
-bool task_views_linked(void)
-{
-	if (tw_cluster_task_read && tw_cluster_dead_read && tw_cluster_task_list_free &&
-	    tw_cluster_requeue)
-		return true;
-	cr_log_warn("tw_cluster_task_read, _dead_read and _requeue are not linked: "
-		    "the checks of etcd's view of the tasks and of requeue are left out");
-	return false;
-}
-
 tw_cluster_task_list *task_read(const char *prefix, const char *key)
 {
 	tw_cluster_task_list *l = NULL;
-	if (!task_views_linked())
-		return NULL;
 	cr_assert_eq(tw_cluster_task_read(etcd_harness_endpoints(etcd), prefix, 0, key, &l), TW_OK);
 	return l;
 }
@@ -253,8 +233,6 @@ tw_cluster_task_list *task_read(const char *prefix, const char *key)
 tw_cluster_task_list *dead_read(const char *prefix)
 {
 	tw_cluster_task_list *l = NULL;
-	if (!task_views_linked())
-		return NULL;
 	cr_assert_eq(tw_cluster_dead_read(etcd_harness_endpoints(etcd), prefix, 0, NULL, 0, &l),
 		     TW_OK);
 	return l;

@@ -92,14 +92,12 @@ void wait_runs(const char *key, size_t n, unsigned ms);
 /* The nth run of key (asserted). */
 struct task_run the_run(const char *key, size_t nth);
 int defer_at(tw_cluster *c, const char *kind, const char *key, int64_t due_ms);
-/* Whether tw_cluster_task_read, _dead_read and _requeue are linked (said on the log if not). */
-bool task_views_linked(void);
 /* tw_cluster_task_read of key under prefix, and tw_cluster_dead_read of all under prefix
- * (asserted TW_OK); NULL when they are not linked. */
+ * (asserted TW_OK). */
 tw_cluster_task_list *task_read(const char *prefix, const char *key);
 tw_cluster_task_list *dead_read(const char *prefix);
 void task_list_free(tw_cluster_task_list *l);
-/* tw_cluster_requeue under prefix; only when task_views_linked(). */
+/* tw_cluster_requeue under prefix. */
 int requeue(const char *prefix, const char *key, int64_t due_ms);
 
 /* Polls cond every 10 ms for up to ms milliseconds; ok receives its last value. */
