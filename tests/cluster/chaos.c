@@ -12,6 +12,11 @@
  * missed outside a fault's window. It prints the takeover times (fault to the first run by
  * another replica), p50 and p99.
  *
+ * The replicas also defer tasks, cancel and move some, and run them (chaos_defer.h); after
+ * the faults, the driver waits for every task to end, all replicas alive, and
+ * chaos_defer_check.c proves that none was lost, ran early, ran after its cancel or ran twice
+ * but after a lost owner. TW_CHAOS_DEFERS=0 leaves the deferred tasks out.
+ *
  *   chaos PATH_TO_chaos_replica    (TW_CHAOS_SECONDS, TW_CHAOS_SEED, TW_CHAOS_KINDS: see inject)
  */
 #include <errno.h>
@@ -31,13 +36,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chaos_defer.h"
 #include "chaos_jobs.h"
 #include "etcd_harness.h"
 #include "tickwheel_cluster.h"
 
-#define CHAOS_REPLICAS 5
-#define MAX_RUNS       400000
-#define MAX_FAULTS     64
+#define CHAOS_REPLICAS  5
+#define MAX_RUNS        400000
+#define MAX_FAULTS      64
+#define CHAOS_ENDPOINTS 9
 
 struct run {
 	int job;
@@ -46,17 +53,10 @@ struct run {
 	int replica;
 };
 
-struct fault {
-	const char *what;
-	int replica; /* -1: an etcd member */
-	int64_t at_ms, window_end_ms;
-	bool owner_lost; /* the replica's groups went to others: a takeover to time */
-};
-
 static char dir[256], sock_path[300], endpoints[1024];
 static const char *replica_bin;
 static pid_t replica_pid[CHAOS_REPLICAS];
-static struct fault faults[MAX_FAULTS];
+static struct chaos_fault faults[MAX_FAULTS];
 static int nfaults;
 static unsigned errors;
 static int64_t started_ms;
@@ -188,7 +188,7 @@ static void end_replica(int r, int sig)
 static void add_fault(const char *what, int replica, int64_t at, int64_t window_ms, bool lost)
 {
 	if (nfaults < MAX_FAULTS)
-		faults[nfaults++] = (struct fault){ what, replica, at, at + window_ms, lost };
+		faults[nfaults++] = (struct chaos_fault){ what, replica, at, at + window_ms, lost };
 	printf("chaos: %+6.1f s %s%s%d\n", (double)(at - started_ms) / 1000, what,
 	       replica >= 0 ? " r" : " etcd m", replica >= 0 ? replica : -replica - 1);
 }
@@ -478,6 +478,16 @@ int main(int argc, char **argv)
 	for (int i = 0; i < etcd_harness_count(h); i++)
 		snprintf(endpoints + strlen(endpoints), sizeof endpoints - strlen(endpoints),
 			 "%s%s", i ? "," : "", eps[i]);
+	/* The producers defer from the end of the warm-up to the end of the faults. */
+	bool defers = !(getenv("TW_CHAOS_DEFERS") && strcmp(getenv("TW_CHAOS_DEFERS"), "0") == 0);
+	if (defers) {
+		char plan[128];
+		int64_t at = wall_ms() + 4000;
+		snprintf(plan, sizeof plan, "%" PRId64 " %" PRId64 " %u %u", at,
+			 at + (int64_t)seconds * 1000,
+			 CHAOS_DEFERS_PER_30S * seconds / 30 / CHAOS_REPLICAS, seed);
+		setenv("TW_CHAOS_DEFER_PLAN", plan, 1);
+	}
 	for (int r = 0; r < CHAOS_REPLICAS; r++)
 		spawn_replica(r);
 	if (wait_settled(eps, 60000) != 0)
@@ -492,8 +502,18 @@ int main(int argc, char **argv)
 	}
 	sleep_ms(CHAOS_TTL_S * 1000 + 3000);
 	int64_t to = wall_ms() - 1500;
+	const char *epv[CHAOS_ENDPOINTS + 1] = { 0 };
+	for (int i = 0; i < etcd_harness_count(h) && i < CHAOS_ENDPOINTS; i++)
+		epv[i] = eps[i];
+	const char *const *eps_z = epv;
+	long left = defers ? chaos_defer_drain(eps_z, "/chaos/", CHAOS_DEFER_DRAIN_MS) : 0;
+	if (left != 0)
+		fail("%ld deferred tasks were left in etcd after the drain", left);
 	for (int r = 0; r < CHAOS_REPLICAS; r++)
 		end_replica(r, SIGTERM);
+	if (defers)
+		errors += chaos_defer_check(dir, CHAOS_REPLICAS, faults, nfaults, started_ms, eps_z,
+					    "/chaos/");
 	atomic_store(&resource.stop, true);
 	pthread_join(resource.thread, NULL);
 	etcd_harness_stop(h);

@@ -2,7 +2,12 @@
  * tests/cluster/chaos_replica.c - one replica of the chaos test (chaos.c): joins, defines the
  * test's jobs, and for each run appends "job fire_ms token member start_ms" to its log, then
  * writes to the fenced resource (a datagram to the driver) at the end of the run, as a real
- * job's side effect would. SIGTERM: leaves and writes its counters to LOG.stats.
+ * job's side effect would. It also defers, cancels, moves and runs deferred tasks, logged to
+ * LOG.defer (chaos_defer.h). SIGTERM: stops deferring, leaves and writes its counters to
+ * LOG.stats.
+ *
+ * Even replicas register their handlers right after the join, odd ones after their jobs and a
+ * pause: tasks that come to an odd one first wait for their handler there.
  *
  *   chaos_replica ENDPOINTS MEMBER PREFIX RESOURCE_SOCKET LOG
  */
@@ -18,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chaos_defer.h"
 #include "chaos_jobs.h"
 #include "tickwheel_cluster.h"
 
@@ -67,8 +73,9 @@ int main(int argc, char **argv)
 	member = argv[2];
 	log_fd = open(argv[5], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	resource_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (log_fd < 0 || resource_fd < 0)
+	if (log_fd < 0 || resource_fd < 0 || chaos_defer_open(argv[5]) != 0)
 		return 3;
+	int replica = atoi(member + 1);
 	resource.sun_family = AF_UNIX;
 	if (strlen(argv[4]) >= sizeof resource.sun_path)
 		return 2;
@@ -98,6 +105,7 @@ int main(int argc, char **argv)
 	cfg.lease_ttl_s = CHAOS_TTL_S;
 	cfg.claim_ahead_ms = CHAOS_CLAIM_AHEAD_MS;
 	cfg.request_timeout_ms = 1000;
+	cfg.log = chaos_defer_library_log;
 	tw_cluster *c;
 	int rc;
 	/* etcd may be between leaders when a replica restarts: retry for a while. */
@@ -108,6 +116,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: join: %s\n", member, tw_cluster_strerror(rc));
 		return 5;
 	}
+	if (replica % 2 == 0 && chaos_defer_handle(c) != 0)
+		return 7;
 	for (int i = 0; i < CHAOS_JOBS; i++) {
 		char name[32];
 		tw_cluster_job_spec s = { .name = name,
@@ -121,8 +131,17 @@ int main(int argc, char **argv)
 			return 6;
 		}
 	}
+	if (replica % 2 == 1) {
+		struct timespec wait = { 0, 300000000 };
+		nanosleep(&wait, NULL);
+		if (chaos_defer_handle(c) != 0)
+			return 7;
+	}
+	if (chaos_defer_start(c, replica) != 0)
+		return 8;
 	while (!stop)
 		pause();
+	chaos_defer_stop();
 	tw_cluster_counters s;
 	tw_cluster_stats(c, &s);
 	tw_cluster_leave(c);
@@ -137,6 +156,16 @@ int main(int argc, char **argv)
 			" requests %" PRIu64 "\n",
 			s.runs, s.claims, s.claims_ahead, s.claims_lost, s.missed, s.takeovers,
 			s.self_fences, s.etcd_requests);
+		uint64_t made, cancels, moves;
+		chaos_defer_totals(&made, &cancels, &moves);
+		fprintf(f,
+			"deferred %" PRIu64 " (calls: cancels %" PRIu64 " moves %" PRIu64
+			") defers %" PRIu64 " runs %" PRIu64 " failures %" PRIu64
+			" retries %" PRIu64 " dead %" PRIu64 " reclaims %" PRIu64
+			" unhandled %" PRIu64 " loaded %" PRIu64 " last load %" PRIu64 " ms\n",
+			made, cancels, moves, s.defers, s.defer_runs, s.defer_failures,
+			s.defer_retries, s.defer_dead, s.defer_reclaims, s.defer_unhandled,
+			s.defer_loaded, s.defer_load_ms_last);
 		fclose(f);
 	}
 	return 0;
