@@ -23,26 +23,8 @@
 #include <time.h>
 
 #include "chaos_defer.h"
+#include "chaos_defer_log.h"
 #include "chaos_jobs.h"
-
-#define KEY_CAP 64
-
-struct ev {
-	int64_t ns;
-	uint32_t key, order;
-	int replica;
-	char type;
-	int64_t due;   /* D, M: the due; S: the due handed to the handler */
-	int64_t code;  /* d, c, m, E: the answer; S: the attempt */
-	int64_t extra; /* D: the try; S: the group; E: the attempt */
-	uint64_t token;
-};
-
-struct lease_note {
-	int64_t ns;
-	int replica;
-	int group; /* -1: the whole lease */
-};
 
 struct run {
 	int replica;
@@ -52,17 +34,9 @@ struct run {
 	int rc;
 };
 
+static struct chaos_log lg;
+
 static struct {
-	char (*names)[KEY_CAP];
-	uint32_t nkeys, cap;
-	uint32_t *table; /* open addressing: key index + 1 */
-	uint32_t table_size;
-	struct ev *ev;
-	size_t nev, evcap;
-	struct lease_note *notes;
-	size_t nnotes, notecap;
-	char (*dead)[KEY_CAP];
-	size_t ndead;
 	const struct chaos_fault *faults;
 	int nfaults;
 	int64_t t0_ms; /* the driver's time 0 */
@@ -81,143 +55,6 @@ static void fail(const char *fmt, ...)
 	}
 	va_end(ap);
 	ck.errors++;
-}
-
-static uint32_t hash(const char *s)
-{
-	uint32_t h = 2166136261u;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 16777619u;
-	return h;
-}
-
-static bool grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	if (need <= *cap)
-		return true;
-	size_t c = *cap ? *cap * 2 : 1024;
-	while (c < need)
-		c *= 2;
-	void *q = realloc(*p, c * size);
-	if (!q)
-		return false;
-	*p = q;
-	*cap = c;
-	return true;
-}
-
-static int64_t key_index(const char *name)
-{
-	if (strlen(name) >= KEY_CAP)
-		return -1;
-	if (ck.nkeys * 2 >= ck.table_size) {
-		uint32_t size = ck.table_size ? ck.table_size * 2 : 65536;
-		uint32_t *t = calloc(size, sizeof *t);
-		if (!t)
-			return -1;
-		for (uint32_t i = 0; i < ck.nkeys; i++) {
-			uint32_t at = hash(ck.names[i]) & (size - 1);
-			while (t[at])
-				at = (at + 1) & (size - 1);
-			t[at] = i + 1;
-		}
-		free(ck.table);
-		ck.table = t;
-		ck.table_size = size;
-	}
-	uint32_t at = hash(name) & (ck.table_size - 1);
-	for (; ck.table[at]; at = (at + 1) & (ck.table_size - 1))
-		if (strcmp(ck.names[ck.table[at] - 1], name) == 0)
-			return ck.table[at] - 1;
-	size_t cap = ck.cap;
-	if (!grow((void **)&ck.names, &cap, ck.nkeys + 1, KEY_CAP))
-		return -1;
-	ck.cap = (uint32_t)cap;
-	memcpy(ck.names[ck.nkeys], name, strlen(name) + 1);
-	ck.table[at] = ck.nkeys + 1;
-	return ck.nkeys++;
-}
-
-static void note_lease(const char *line, int64_t ns, int r)
-{
-	const char *m = strstr(line, "lease expired");
-	int group = -1;
-	const char *g = strstr(line, "lost group ");
-	if (!m && !(g && sscanf(g, "lost group %d", &group) == 1))
-		return;
-	if (grow((void **)&ck.notes, &ck.notecap, ck.nnotes + 1, sizeof *ck.notes))
-		ck.notes[ck.nnotes++] = (struct lease_note){ ns, r, m ? -1 : group };
-}
-
-static void read_log(const char *dir, int r)
-{
-	char path[400], line[600], key[KEY_CAP + 8];
-	snprintf(path, sizeof path, "%s/r%d.log.defer", dir, r);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return;
-	while (fgets(line, sizeof line, f)) {
-		struct ev e = { .replica = r, .type = line[0] };
-		int got = 0;
-		switch (e.type) {
-		case 'D':
-			got = sscanf(line + 1, "%" SCNd64 " %70s %" SCNd64 " %*u %" SCNd64, &e.ns,
-				     key, &e.due, &e.extra) == 4;
-			break;
-		case 'd':
-		case 'c':
-		case 'm':
-			got = sscanf(line + 1, "%" SCNd64 " %70s %" SCNd64, &e.ns, key, &e.code) ==
-			      3;
-			break;
-		case 'C':
-			got = sscanf(line + 1, "%" SCNd64 " %70s", &e.ns, key) == 2;
-			break;
-		case 'M':
-			got = sscanf(line + 1, "%" SCNd64 " %70s %" SCNd64, &e.ns, key, &e.due) ==
-			      3;
-			break;
-		case 'S':
-			got = sscanf(line + 1,
-				     "%" SCNd64 " %70s %" SCNd64 " %" SCNu64 " %" SCNd64
-				     " %" SCNd64,
-				     &e.ns, key, &e.code, &e.token, &e.due, &e.extra) == 6;
-			break;
-		case 'E':
-			got = sscanf(line + 1, "%" SCNd64 " %70s %" SCNd64 " %" SCNd64, &e.ns, key,
-				     &e.extra, &e.code) == 4;
-			break;
-		case 'L':
-			if (sscanf(line + 1, "%" SCNd64, &e.ns) == 1)
-				note_lease(line, e.ns, r);
-			continue;
-		default:
-			break;
-		}
-		if (!got) {
-			fail("r%d's log has a line it should not: %s", r, line);
-			continue;
-		}
-		int64_t k = key_index(key);
-		if (k < 0 || !grow((void **)&ck.ev, &ck.evcap, ck.nev + 1, sizeof *ck.ev)) {
-			fail("out of memory, or a key too long: %s", key);
-			break;
-		}
-		e.key = (uint32_t)k;
-		e.order = (uint32_t)ck.nev;
-		ck.ev[ck.nev++] = e;
-	}
-	fclose(f);
-}
-
-static int cmp_ev(const void *a, const void *b)
-{
-	const struct ev *x = a, *y = b;
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	if (x->ns != y->ns)
-		return x->ns < y->ns ? -1 : 1;
-	return x->order < y->order ? -1 : x->order > y->order;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -240,11 +77,11 @@ static const char *lost_owner(int r, unsigned group, int64_t from_ns, int64_t to
 		    ck.faults[f].at_ms * 1000000 >= from_ns - 1000000 &&
 		    ck.faults[f].at_ms * 1000000 <= to_ns)
 			return ck.faults[f].what;
-	for (size_t i = 0; i < ck.nnotes; i++)
-		if (ck.notes[i].replica == r && ck.notes[i].ns >= from_ns &&
-		    ck.notes[i].ns <= to_ns &&
-		    (ck.notes[i].group < 0 || ck.notes[i].group == (int)group))
-			return ck.notes[i].group < 0 ? "its lease expired" : "it lost the group";
+	for (size_t i = 0; i < lg.nnotes; i++)
+		if (lg.notes[i].replica == r && lg.notes[i].ns >= from_ns &&
+		    lg.notes[i].ns <= to_ns &&
+		    (lg.notes[i].group < 0 || lg.notes[i].group == (int)group))
+			return lg.notes[i].group < 0 ? "its lease expired" : "it lost the group";
 	return NULL;
 }
 
@@ -265,8 +102,8 @@ static void find_lost_groups(void)
 	for (int f = 0; f < ck.nfaults && f < 64; f++) {
 		const struct chaos_fault *x = &ck.faults[f];
 		lost_groups[f] = 0;
-		for (size_t i = 0; x->owner_lost && i < ck.nev; i++) {
-			const struct ev *e = &ck.ev[i];
+		for (size_t i = 0; x->owner_lost && i < lg.nev; i++) {
+			const struct ev *e = &lg.ev[i];
 			if (e->type == 'S' && e->replica == x->replica && e->extra < 64 &&
 			    e->ns <= x->at_ms * 1000000 && e->ns >= (x->at_ms - 3000) * 1000000)
 				lost_groups[f] |= UINT64_C(1) << e->extra;
@@ -287,25 +124,9 @@ static bool during_takeover(int replica, unsigned g, int64_t due_ms)
 	return false;
 }
 
-static bool is_dead(const char *key)
-{
-	size_t lo = 0, hi = ck.ndead;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(ck.dead[mid], key);
-		if (c == 0)
-			return true;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
-}
-
 static struct {
 	uint64_t tasks, maybe, cancelled, cancel_codes[3], move_codes[3], runs, successes;
-	uint64_t retries, reclaims, dups, dead, lost, early, second, eexist_retries;
+	uint64_t retries, reclaims, dups, lost, early, second, eexist_retries;
 	uint64_t ambiguous_defers;
 } n;
 
@@ -318,8 +139,24 @@ static struct vec lat_quiet, lat_now, lat_takeover;
 
 static void push(struct vec *a, int64_t x)
 {
-	if (grow((void **)&a->v, &a->cap, a->n + 1, sizeof *a->v))
+	if (chaos_grow((void **)&a->v, &a->cap, a->n + 1, sizeof *a->v))
 		a->v[a->n++] = x;
+}
+
+/* Why duplicates were allowed, and how many times each. */
+static struct {
+	const char *why;
+	unsigned count;
+} reasons[8];
+
+static void count_reason(const char *why)
+{
+	for (size_t i = 0; i < 8; i++)
+		if (!reasons[i].why || strcmp(reasons[i].why, why) == 0) {
+			reasons[i].why = why;
+			reasons[i].count++;
+			return;
+		}
 }
 
 static void show_state(const char *key, const char *const *endpoints, const char *prefix)
@@ -397,257 +234,268 @@ static double rel_s(int64_t ns)
 	return (double)(ns / 1000000 - ck.t0_ms) / 1000;
 }
 
-static void check_key(const struct ev *e, size_t cnt, const char *const *endpoints,
-		      const char *prefix)
-{
-	const char *key = ck.names[e[0].key];
-	char kind = key[0];
-	int64_t backoff = kind == 'f' ? CHAOS_FLAKY_BACKOFF_MS :
-			  kind == 'd' ? CHAOS_DOOMED_BACKOFF_MS :
-					1000;
-	struct run runs[RUNS_MAX];
+/* What the logs say of one key. */
+struct task {
+	const char *key;
+	char kind; /* 'o', 'f', 'd' */
+	int64_t backoff, due0, first_ns, cancel_ns;
+	struct run runs[RUNS_MAX]; /* by start */
 	struct move mv[MOVES_MAX];
-	size_t nr = 0, nm = 0;
-	bool stored = false, amb = false, cancelled = false, cancel_unsure = false;
-	int64_t cancel_ns = 0, due0 = 0, first_ns = 0;
-	int open_defer[16] = { 0 }, open_cancel[16] = { 0 }, open_move[16];
+	size_t nr, nm;
+	bool stored;        /* a defer of it was stored */
+	bool amb;           /* a defer's answer was lost: stored or not */
+	bool cancelled;     /* a cancel answered TW_OK, at cancel_ns */
+	bool cancel_unsure; /* a cancel's answer was lost */
+	unsigned extra;     /* tasks deferred again under the key after its task ended */
+	int open_defer[16], open_cancel[16], open_move[16];
+};
+
+static void on_defer_answer(struct task *t, const struct ev *x)
+{
+	if (x->code == 0) {
+		bool ended = false;
+		for (size_t k = 0; k < t->nr; k++)
+			ended |= t->runs[k].end && t->runs[k].end < x->ns &&
+				 (t->runs[k].rc == 0 || t->kind == 'd');
+		if ((t->stored || t->amb) && ended) {
+			t->extra++;
+			n.second++;
+		} else if (t->stored) {
+			fail("%s: a defer of a live task answered TW_OK (a second task)", t->key);
+		}
+		t->stored = true;
+	} else if (x->code == -TW_EEXIST) {
+		if (!t->stored && !t->amb)
+			fail("%s: the first defer of a new key answered -TW_EEXIST", t->key);
+		if (t->stored)
+			n.eexist_retries++;
+		t->stored = true;
+	} else if (x->code == CHAOS_NOT_STORED) {
+		/* All or none: a retried batch refused for a taken key means the call whose
+		 * answer was lost stored the whole batch. */
+		t->stored |= t->amb;
+	} else if (is_ambiguous(x->code)) {
+		t->amb = true;
+		n.ambiguous_defers++;
+	} else {
+		fail("%s: a defer answered %" PRId64 " (%s)", t->key, x->code,
+		     tw_cluster_strerror((int)x->code));
+	}
+}
+
+static void on_cancel_answer(struct task *t, const struct ev *x)
+{
+	if (x->code == 0 && !t->cancelled) {
+		t->cancelled = true;
+		t->cancel_ns = x->ns;
+	}
+	if (x->code == 0 || x->code == -TW_ESTATE || x->code == -TW_ENOTFOUND)
+		n.cancel_codes[x->code == 0 ? 0 : x->code == -TW_ESTATE ? 1 : 2]++;
+	else if (is_ambiguous(x->code))
+		t->cancel_unsure = true;
+	else
+		fail("%s: a cancel answered %" PRId64, t->key, x->code);
+}
+
+static void on_move_answer(struct task *t, const struct ev *x, int r)
+{
+	if (t->open_move[r] >= 0) {
+		t->mv[t->open_move[r]].answered = x->ns;
+		t->mv[t->open_move[r]].rc = x->code;
+		t->open_move[r] = -1;
+	}
+	if (x->code == 0 || x->code == -TW_ESTATE || x->code == -TW_ENOTFOUND)
+		n.move_codes[x->code == 0 ? 0 : x->code == -TW_ESTATE ? 1 : 2]++;
+	else if (!is_ambiguous(x->code))
+		fail("%s: a move answered %" PRId64, t->key, x->code);
+}
+
+static void on_return(struct task *t, const struct ev *x)
+{
+	size_t k = t->nr;
+	while (k > 0 && !(t->runs[k - 1].replica == x->replica && !t->runs[k - 1].end &&
+			  t->runs[k - 1].attempt == (unsigned)x->extra))
+		k--;
+	if (k == 0) {
+		fail("%s: r%d logged a return of attempt %" PRId64 " it did not start", t->key,
+		     x->replica, x->extra);
+		return;
+	}
+	t->runs[k - 1].end = x->ns;
+	t->runs[k - 1].rc = (int)x->code;
+}
+
+static void collect(struct task *t, const struct ev *e, size_t cnt)
+{
 	for (int r = 0; r < 16; r++)
-		open_move[r] = -1;
-	unsigned extra_tasks = 0;
+		t->open_move[r] = -1;
 	for (size_t i = 0; i < cnt; i++) {
 		const struct ev *x = &e[i];
 		int r = x->replica & 15;
 		switch (x->type) {
 		case 'D':
-			if (!first_ns) {
-				due0 = x->due;
-				first_ns = x->ns;
+			if (!t->first_ns) {
+				t->due0 = x->due;
+				t->first_ns = x->ns;
 			}
-			open_defer[r]++;
+			t->open_defer[r]++;
 			break;
 		case 'd':
-			open_defer[r]--;
-			if (x->code == 0) {
-				bool ended = false;
-				for (size_t k = 0; k < nr; k++)
-					ended |= runs[k].end && runs[k].end < x->ns &&
-						 (runs[k].rc == 0 || kind == 'd');
-				if ((stored || amb) && ended) {
-					extra_tasks++;
-					n.second++;
-				} else if (stored) {
-					fail("%s: a defer of a live task answered TW_OK (a second task)",
-					     key);
-				}
-				stored = true;
-			} else if (x->code == -TW_EEXIST) {
-				if (!stored && !amb)
-					fail("%s: the first defer of a new key answered -TW_EEXIST",
-					     key);
-				if (stored)
-					n.eexist_retries++;
-				stored = true;
-			} else if (x->code == CHAOS_NOT_STORED) {
-				/* All or none: a retried batch refused for a taken key means the
-				 * call whose answer was lost stored the whole batch. */
-				stored |= amb;
-			} else if (is_ambiguous(x->code)) {
-				amb = true;
-				n.ambiguous_defers++;
-			} else {
-				fail("%s: a defer answered %" PRId64 " (%s)", key, x->code,
-				     tw_cluster_strerror((int)x->code));
-			}
+			t->open_defer[r]--;
+			on_defer_answer(t, x);
 			break;
 		case 'C':
-			open_cancel[r]++;
+			t->open_cancel[r]++;
 			break;
 		case 'c':
-			open_cancel[r]--;
-			if (x->code == 0 && !cancelled) {
-				cancelled = true;
-				cancel_ns = x->ns;
-			}
-			if (x->code == 0 || x->code == -TW_ESTATE || x->code == -TW_ENOTFOUND)
-				n.cancel_codes[x->code == 0 ? 0 : x->code == -TW_ESTATE ? 1 : 2]++;
-			else if (is_ambiguous(x->code))
-				cancel_unsure = true;
-			else
-				fail("%s: a cancel answered %" PRId64, key, x->code);
+			t->open_cancel[r]--;
+			on_cancel_answer(t, x);
 			break;
 		case 'M':
-			if (nm < MOVES_MAX) {
-				mv[nm] = (struct move){ x->ns, 0, x->due, 1 };
-				open_move[r] = (int)nm++;
+			if (t->nm < MOVES_MAX) {
+				t->mv[t->nm] = (struct move){ x->ns, 0, x->due, 1 };
+				t->open_move[r] = (int)t->nm++;
 			}
 			break;
 		case 'm':
-			if (open_move[r] >= 0 && (size_t)open_move[r] < nm) {
-				mv[open_move[r]].answered = x->ns;
-				mv[open_move[r]].rc = x->code;
-				open_move[r] = -1;
-			}
-			if (x->code == 0 || x->code == -TW_ESTATE || x->code == -TW_ENOTFOUND)
-				n.move_codes[x->code == 0 ? 0 : x->code == -TW_ESTATE ? 1 : 2]++;
-			else if (!is_ambiguous(x->code))
-				fail("%s: a move answered %" PRId64, key, x->code);
+			on_move_answer(t, x, r);
 			break;
 		case 'S':
-			if (nr < RUNS_MAX)
-				runs[nr++] = (struct run){
-					x->replica,         x->ns,  0, (unsigned)x->code,
-					(unsigned)x->extra, x->due, 0
-				};
+			if (t->nr < RUNS_MAX)
+				t->runs[t->nr++] = (struct run){ .replica = x->replica,
+								 .start = x->ns,
+								 .attempt = (unsigned)x->code,
+								 .group = (unsigned)x->extra,
+								 .due_ms = x->due };
 			break;
-		case 'E': {
-			size_t k = nr;
-			while (k > 0 && !(runs[k - 1].replica == x->replica && !runs[k - 1].end &&
-					  runs[k - 1].attempt == (unsigned)x->extra))
-				k--;
-			if (k == 0) {
-				fail("%s: r%d logged a return of attempt %" PRId64
-				     " it did not start",
-				     key, x->replica, x->extra);
-				break;
-			}
-			runs[k - 1].end = x->ns;
-			runs[k - 1].rc = (int)x->code;
+		case 'E':
+			on_return(t, x);
 			break;
-		}
 		default:
 			break;
 		}
 	}
+	/* A call a SIGKILL cut: its answer was lost. */
 	for (int r = 0; r < 16; r++) {
-		amb |= open_defer[r] > 0;
-		cancel_unsure |= open_cancel[r] > 0;
+		t->amb |= t->open_defer[r] > 0;
+		t->cancel_unsure |= t->open_cancel[r] > 0;
 	}
-	bool dead = is_dead(key);
+}
+
+/* Deferred and not cancelled: it returned 0 once, or it is a dead letter. */
+static void judge_end(const struct task *t, const char *const *endpoints, const char *prefix)
+{
+	bool dead = chaos_log_is_dead(&lg, t->key);
 	unsigned successes = 0;
-	for (size_t i = 0; i < nr; i++)
-		successes += runs[i].end && runs[i].rc == 0;
-	n.runs += nr;
+	for (size_t i = 0; i < t->nr; i++)
+		successes += t->runs[i].end && t->runs[i].rc == 0;
+	n.runs += t->nr;
 	n.successes += successes;
-	n.dead += dead;
-	n.cancelled += cancelled;
-	if (stored)
-		n.tasks += 1 + extra_tasks;
-	else if (amb)
+	n.cancelled += t->cancelled;
+	if (t->stored)
+		n.tasks += 1 + t->extra;
+	else if (t->amb)
 		n.maybe++;
-	if (nr && !stored && !amb)
-		fail("%s ran, but no defer of it was stored", key);
-	if (dead && kind != 'd')
-		fail("%s (kind %s) is in the dead letters", key, kind == 'f' ? "flaky" : "ok");
-	if (stored && !cancelled && !cancel_unsure && (kind == 'd' ? !dead : successes == 0)) {
-		n.lost++;
-		fail("%s was deferred (at %+.3f s, due %+.3f s) and never %s; %zu runs", key,
-		     rel_s(first_ns), rel_s(due0 * 1000000), kind == 'd' ? "dead-lettered" : "done",
-		     nr);
-		for (size_t i = 0; i < nr; i++)
-			printf("chaos:   run: r%d attempt %u group %u start %+.3f s end %+.3f s rc %d\n",
-			       runs[i].replica, runs[i].attempt, runs[i].group,
-			       rel_s(runs[i].start), runs[i].end ? rel_s(runs[i].end) : 0.0,
-			       runs[i].rc);
-		if (n.lost <= 10)
-			show_state(key, endpoints, prefix);
-	}
-	for (size_t i = 0; i < nr; i++) {
-		const struct run *x = &runs[i];
-		if (cancelled && x->start > cancel_ns)
+	if (t->nr && !t->stored && !t->amb)
+		fail("%s ran, but no defer of it was stored", t->key);
+	if (dead && t->kind != 'd')
+		fail("%s (kind %s) is in the dead letters", t->key,
+		     t->kind == 'f' ? "flaky" : "ok");
+	if (!t->stored || t->cancelled || t->cancel_unsure ||
+	    (t->kind == 'd' ? dead : successes > 0))
+		return;
+	n.lost++;
+	fail("%s was deferred (at %+.3f s, due %+.3f s) and never %s; %zu runs", t->key,
+	     rel_s(t->first_ns), rel_s(t->due0 * 1000000),
+	     t->kind == 'd' ? "dead-lettered" : "done", t->nr);
+	for (size_t i = 0; i < t->nr; i++)
+		printf("chaos:   run: r%d attempt %u group %u start %+.3f s end %+.3f s rc %d\n",
+		       t->runs[i].replica, t->runs[i].attempt, t->runs[i].group,
+		       rel_s(t->runs[i].start), t->runs[i].end ? rel_s(t->runs[i].end) : 0.0,
+		       t->runs[i].rc);
+	if (n.lost <= 10)
+		show_state(t->key, endpoints, prefix);
+}
+
+/* Each run: not early, not after a cancel, its attempt above the one before; its lateness. */
+static void judge_runs(const struct task *t)
+{
+	for (size_t i = 0; i < t->nr; i++) {
+		const struct run *x = &t->runs[i], *p = i ? &t->runs[i - 1] : NULL;
+		if (t->cancelled && x->start > t->cancel_ns)
 			fail("%s: r%d started attempt %u at %+.3f s, after its cancel returned TW_OK "
 			     "at %+.3f s",
-			     key, x->replica, x->attempt, rel_s(x->start), rel_s(cancel_ns));
-		int64_t due = producer_due(runs, i, mv, nm, due0, backoff);
+			     t->key, x->replica, x->attempt, rel_s(x->start), rel_s(t->cancel_ns));
+		int64_t due = producer_due(t->runs, i, t->mv, t->nm, t->due0, t->backoff);
 		if (x->start < x->due_ms * 1000000 || x->start < due * 1000000) {
 			n.early++;
 			fail("%s: attempt %u on r%d started at %" PRId64
 			     " ns, before its due (%" PRId64 " ms handed to it, %" PRId64
 			     " ms by the producer's calls)",
-			     key, x->attempt, x->replica, x->start, x->due_ms, due);
+			     t->key, x->attempt, x->replica, x->start, x->due_ms, due);
 		}
-		if (i > 0 && extra_tasks == 0 && x->attempt <= runs[i - 1].attempt)
+		if (p && t->extra == 0 && x->attempt <= p->attempt)
 			fail("%s: attempt %u on r%d at %+.3f s after attempt %u on r%d at %+.3f s",
-			     key, x->attempt, x->replica, rel_s(x->start), runs[i - 1].attempt,
-			     runs[i - 1].replica, rel_s(runs[i - 1].start));
-		if (i > 0) {
-			const struct run *p = &runs[i - 1];
-			if (p->end && p->end <= x->start && p->rc != 0)
-				n.retries++;
-			else if (!p->end || p->rc != 0)
-				n.reclaims++;
-		}
+			     t->key, x->attempt, x->replica, rel_s(x->start), p->attempt,
+			     p->replica, rel_s(p->start));
+		if (p && p->end && p->end <= x->start && p->rc != 0)
+			n.retries++;
+		else if (p && (!p->end || p->rc != 0))
+			n.reclaims++;
 		int64_t late = x->start - x->due_ms * 1000000;
-		bool quiet = i == 0 && nm == 0 && x->attempt == 1 && !in_fault(x->due_ms) &&
+		bool quiet = i == 0 && t->nm == 0 && x->attempt == 1 && !in_fault(x->due_ms) &&
 			     !in_fault(x->start / 1000000);
 		if (during_takeover(x->replica, x->group, x->due_ms))
 			push(&lat_takeover, late);
-		else if (quiet && due0 - first_ns / 1000000 >= 2000)
+		else if (quiet && t->due0 - t->first_ns / 1000000 >= 2000)
 			push(&lat_quiet, late);
-		else if (quiet && due0 <= first_ns / 1000000)
+		else if (quiet && t->due0 <= t->first_ns / 1000000)
 			push(&lat_now, late);
 	}
+}
+
+/* A second run that returned 0 needs a reason: the first one's replica was lost. */
+static void judge_twice(const struct task *t)
+{
 	const struct run *prev = NULL;
-	unsigned seen = 0, expected = 1 + extra_tasks;
-	for (size_t i = 0; i < nr; i++) {
-		if (!runs[i].end || runs[i].rc != 0)
+	unsigned seen = 0;
+	for (size_t i = 0; i < t->nr; i++) {
+		const struct run *x = &t->runs[i];
+		if (!x->end || x->rc != 0)
 			continue;
-		if (++seen > expected && prev) {
+		if (++seen > 1 + t->extra && prev) {
 			const char *why =
-				lost_owner(prev->replica, prev->group, prev->start, runs[i].start);
+				lost_owner(prev->replica, prev->group, prev->start, x->start);
 			n.dups++;
-			if (!why)
+			if (!why) {
 				fail("%s ran twice: attempt %u on r%d at %+.3f s, attempt %u on r%d at "
 				     "%+.3f s, and r%d lost nothing in between",
-				     key, prev->attempt, prev->replica, rel_s(prev->start),
-				     runs[i].attempt, runs[i].replica, rel_s(runs[i].start),
-				     prev->replica);
-			else
+				     t->key, prev->attempt, prev->replica, rel_s(prev->start),
+				     x->attempt, x->replica, rel_s(x->start), prev->replica);
+			} else {
+				count_reason(why);
 				printf("chaos: defer: %s ran twice: attempt %u on r%d at %+.3f s, "
 				       "attempt %u on r%d at %+.3f s: r%d %s\n",
-				       key, prev->attempt, prev->replica, rel_s(prev->start),
-				       runs[i].attempt, runs[i].replica, rel_s(runs[i].start),
-				       prev->replica, why);
+				       t->key, prev->attempt, prev->replica, rel_s(prev->start),
+				       x->attempt, x->replica, rel_s(x->start), prev->replica, why);
+			}
 		}
-		prev = &runs[i];
+		prev = x;
 	}
 }
 
-static int cmp_key(const void *a, const void *b)
+static void check_key(const struct ev *e, size_t cnt, const char *const *endpoints,
+		      const char *prefix)
 {
-	return strcmp(a, b);
-}
-
-static int read_dead(const char *const *endpoints, const char *prefix)
-{
-	char after[KEY_CAP] = "";
-	size_t cap = 0;
-	for (;;) {
-		tw_cluster_task_list *l = NULL;
-		int rc =
-			tw_cluster_dead_read(endpoints, prefix, 5000, *after ? after : NULL, 0, &l);
-		if (rc != TW_OK) {
-			fail("the dead letters could not be read: %s", tw_cluster_strerror(rc));
-			return -1;
-		}
-		for (size_t i = 0; i < l->count; i++) {
-			const tw_cluster_task_view *t = &l->tasks[i];
-			if (strcmp(t->kind, "doomed") != 0 || t->last_code != 7)
-				fail("dead letter %s: kind %s, last code %d", t->key, t->kind,
-				     t->last_code);
-			if (strlen(t->key) >= KEY_CAP ||
-			    !grow((void **)&ck.dead, &cap, ck.ndead + 1, KEY_CAP))
-				continue;
-			memcpy(ck.dead[ck.ndead++], t->key, strlen(t->key) + 1);
-		}
-		bool more = l->more && l->count > 0;
-		if (more)
-			snprintf(after, sizeof after, "%s", l->tasks[l->count - 1].key);
-		tw_cluster_task_list_free(l);
-		if (!more)
-			break;
-	}
-	qsort(ck.dead, ck.ndead, KEY_CAP, cmp_key);
-	return 0;
+	static struct task t;
+	t = (struct task){ .key = lg.names[e[0].key], .kind = lg.names[e[0].key][0] };
+	t.backoff = t.kind == 'f' ? CHAOS_FLAKY_BACKOFF_MS :
+		    t.kind == 'd' ? CHAOS_DOOMED_BACKOFF_MS :
+				    1000;
+	collect(&t, e, cnt);
+	judge_end(&t, endpoints, prefix);
+	judge_runs(&t);
+	judge_twice(&t);
 }
 
 long chaos_defer_drain(const char *const *endpoints, const char *prefix, unsigned drain_ms)
@@ -690,27 +538,17 @@ unsigned chaos_defer_check(const char *dir, int replicas, const struct chaos_fau
 	ck.t0_ms = t0_ms;
 	ck.faults = faults;
 	ck.nfaults = nfaults;
-	read_dead(endpoints, prefix);
-	for (int r = 0; r < replicas; r++)
-		read_log(dir, r);
-	qsort(ck.ev, ck.nev, sizeof *ck.ev, cmp_ev);
-	for (size_t i = 0; i < ck.nev; i++)
-		ck.ev[i].order = (uint32_t)i;
+	ck.errors += chaos_log_read_dead(&lg, endpoints, prefix);
+	ck.errors += chaos_log_read(&lg, dir, replicas);
 	find_lost_groups();
-	for (size_t i = 0, j; i < ck.nev; i = j) {
-		for (j = i + 1; j < ck.nev && ck.ev[j].key == ck.ev[i].key; j++)
+	for (size_t i = 0, j; i < lg.nev; i = j) {
+		for (j = i + 1; j < lg.nev && lg.ev[j].key == lg.ev[i].key; j++)
 			;
-		check_key(&ck.ev[i], j - i, endpoints, prefix);
+		check_key(&lg.ev[i], j - i, endpoints, prefix);
 	}
-	for (size_t i = 0; i < ck.ndead; i++) {
-		int64_t k = -1;
-		uint32_t at = ck.table_size ? hash(ck.dead[i]) & (ck.table_size - 1) : 0;
-		for (; ck.table_size && ck.table[at]; at = (at + 1) & (ck.table_size - 1))
-			if (strcmp(ck.names[ck.table[at] - 1], ck.dead[i]) == 0)
-				k = ck.table[at] - 1;
-		if (k < 0)
-			fail("dead letter %s was never deferred", ck.dead[i]);
-	}
+	for (size_t i = 0; i < lg.ndead; i++)
+		if (chaos_log_find(&lg, lg.dead[i]) < 0)
+			fail("dead letter %s was never deferred", lg.dead[i]);
 	printf("chaos: defer: %" PRIu64 " tasks deferred (%" PRIu64 " more whose answer was lost "
 	       "for good; %" PRIu64 " answers lost and retried; %" PRIu64 " retries answered "
 	       "-TW_EEXIST; %" PRIu64 " keys deferred again after their task ended)\n",
@@ -724,17 +562,16 @@ unsigned chaos_defer_check(const char *dir, int replicas, const struct chaos_fau
 	       " retries after a failure, %" PRIu64
 	       " runs again after an unfinished or lost one; %" PRIu64
 	       " duplicates; %zu dead letters; %" PRIu64 " lost, %" PRIu64 " early\n",
-	       n.runs, n.successes, n.retries, n.reclaims, n.dups, ck.ndead, n.lost, n.early);
+	       n.runs, n.successes, n.retries, n.reclaims, n.dups, lg.ndead, n.lost, n.early);
+	for (size_t i = 0; i < 8 && reasons[i].why; i++)
+		printf("chaos: defer: duplicates after the first run's replica: %s: %u\n",
+		       reasons[i].why, reasons[i].count);
 	print_lateness("lateness of runs no fault disturbed, deferred >= 2 s ahead", &lat_quiet,
 		       true);
 	print_lateness("start minus due of tasks deferred due at once, no fault", &lat_now, true);
 	print_lateness("lateness of runs due during a takeover of their group", &lat_takeover,
 		       false);
-	free(ck.names);
-	free(ck.table);
-	free(ck.ev);
-	free(ck.notes);
-	free(ck.dead);
+	chaos_log_free(&lg);
 	free(lat_quiet.v);
 	free(lat_now.v);
 	free(lat_takeover.v);

@@ -49,6 +49,13 @@ static void sleep_ms(unsigned ms)
 		;
 }
 
+/* Before trying again after a lost answer: 100 ms, doubled each time; cut short by a stop. */
+static void back_off(int tries)
+{
+	for (unsigned ms = 0; ms < 100u << tries && !atomic_load(&stopping); ms += 20)
+		sleep_ms(20);
+}
+
 /* One write() per line, so that a SIGKILL leaves whole lines only. */
 static void logf_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_line(const char *fmt, ...)
@@ -217,7 +224,7 @@ static void run_actions(struct producer *p)
 			}
 			if (!ambiguous(rc) || atomic_load(&stopping))
 				break;
-			sleep_ms(100u << tries);
+			back_off(tries);
 		}
 	}
 }
@@ -232,7 +239,7 @@ static void defer_one(struct producer *p, tw_cluster_defer_spec *s)
 		logf_line("d %" PRId64 " %s %d\n", wall_ns(), s->key, rc);
 		if (!ambiguous(rc))
 			break;
-		sleep_ms(100u << (try - 1));
+		back_off(try - 1);
 	}
 	atomic_fetch_add(&made, 1);
 	if (rc != TW_OK && rc != -TW_EEXIST)
@@ -273,7 +280,7 @@ static void defer_batch(struct producer *p, size_t n)
 		log_batch(s, n, rc, results);
 		if (!ambiguous(rc))
 			break;
-		sleep_ms(100u << (try - 1));
+		back_off(try - 1);
 	}
 	atomic_fetch_add(&made, n);
 	int64_t soonest = INT64_MAX;
