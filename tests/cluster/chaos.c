@@ -413,6 +413,10 @@ static void check(struct run *runs, size_t n, int64_t from_ms, int64_t to_ms)
 
 static void remove_dir(void)
 {
+	if (getenv("TW_CHAOS_KEEP") && strcmp(getenv("TW_CHAOS_KEEP"), "1") == 0) {
+		printf("chaos: the logs are kept in %s (TW_CHAOS_KEEP=1)\n", dir);
+		return;
+	}
 	char cmd[400];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	if (system(cmd) != 0)

@@ -3,9 +3,10 @@
  * producers and handlers (chaos_producer.c) and the checker (chaos_defer_check.c).
  *
  * The driver hands each replica its plan in TW_CHAOS_DEFER_PLAN: "START_MS END_MS TOTAL SEED":
- * the replica defers about TOTAL tasks between those wall-clock times from two producer
- * threads (one of single defers, cancels and moves, one of batches), less what falls in the
- * times it is down. No plan: nothing is deferred, and the handlers are still registered.
+ * the replica defers about TOTAL tasks between those wall-clock times from three producer
+ * threads (two of single defers, cancels and moves, one of batches), less what falls in the
+ * times it is down or what it could not make in time. No plan: nothing is deferred, and the
+ * handlers are still registered.
  *
  * A task's key is "<kind>.r<replica>.<pid>.<thread><seq>": unique across the run, and its kind
  * can be read from it. Kinds:

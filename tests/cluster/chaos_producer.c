@@ -1,6 +1,6 @@
 /*
  * tests/cluster/chaos_producer.c - a chaos replica's deferred tasks (chaos_defer.h): the
- * handlers of the three kinds, and two producer threads that defer at the plan's rate, retry
+ * handlers of the three kinds, and three producer threads that defer at the plan's rate, retry
  * a defer whose answer was lost (and a few on purpose, to see -TW_EEXIST), and cancel or move
  * some of their tasks later. Everything goes to LOG.defer before and after each call.
  */
@@ -27,11 +27,11 @@
 static int log_fd = -1;
 static atomic_bool stopping;
 static int64_t plan_start_ms, plan_end_ms;
-static double per_thread_per_ms;
+static double per_ms;
 static unsigned plan_seed;
 static int replica_no;
 static tw_cluster *cluster;
-static pthread_t threads[2];
+static pthread_t threads[3];
 static int nthreads;
 static atomic_uint_fast64_t made, cancels, moves;
 
@@ -137,7 +137,8 @@ struct action {
 };
 
 struct producer {
-	int no; /* 0: singles, cancels, moves; 1: batches */
+	int no;        /* 0, 1: singles, cancels, moves; 2: batches */
+	double per_ms; /* tasks a ms */
 	unsigned seed;
 	uint64_t seq, batch;
 	struct action actions[ACTIONS_MAX];
@@ -155,7 +156,7 @@ static void make_task(struct producer *p, tw_cluster_defer_spec *s, char *key, c
 	double u = unit(p);
 	const char *kind = u < 0.85 ? "ok" : u < 0.99 ? "flaky" : "doomed";
 	snprintf(key, KEY_CAP, "%s.r%d.%ld.%c%" PRIu64, kind, replica_no, (long)getpid(),
-		 p->no ? 'b' : 's', p->seq++);
+		 "stb"[p->no], p -> seq++);
 	int64_t now = wall_ns() / 1000000;
 	double v = unit(p);
 	int64_t ahead = v < 0.10 ? 0 :
@@ -301,20 +302,20 @@ static void *producer_main(void *arg)
 	struct producer *p = arg;
 	/* This incarnation makes the plan's tasks from now on, catching up after a pause. */
 	int64_t now = wall_ns() / 1000000;
-	uint64_t done = now > plan_start_ms ?
-				(uint64_t)((double)(now - plan_start_ms) * per_thread_per_ms) :
-				0;
+	uint64_t done =
+		now > plan_start_ms ? (uint64_t)((double)(now - plan_start_ms) * p->per_ms) : 0;
 	while (!atomic_load(&stopping)) {
 		now = wall_ns() / 1000000;
 		if (now >= plan_end_ms && p->nactions == 0)
 			break;
+		/* A producer behind the plan at its end (a slow etcd, a loaded machine)
+		 * leaves the rest unmade: every task is due before the driver's drain. */
 		int64_t until = now < plan_end_ms ? now : plan_end_ms;
-		uint64_t due =
-			until > plan_start_ms ?
-				(uint64_t)((double)(until - plan_start_ms) * per_thread_per_ms) :
-				0;
-		while (done < due && !atomic_load(&stopping)) {
-			if (p->no == 0) {
+		uint64_t due = until > plan_start_ms ?
+				       (uint64_t)((double)(until - plan_start_ms) * p->per_ms) :
+				       0;
+		while (done < due && !atomic_load(&stopping) && wall_ns() / 1000000 < plan_end_ms) {
+			if (p->no < 2) {
 				tw_cluster_defer_spec s;
 				char key[KEY_CAP], payload[KEY_CAP];
 				make_task(p, &s, key, payload);
@@ -347,18 +348,20 @@ int chaos_defer_start(tw_cluster *c, int replica)
 		return 0;
 	cluster = c;
 	replica_no = replica;
-	per_thread_per_ms = (double)total / (double)(plan_end_ms - plan_start_ms) / 2;
+	per_ms = (double)total / (double)(plan_end_ms - plan_start_ms);
 	/* SIGTERM must reach the main thread's pause(), not a producer. */
 	sigset_t term, old;
 	sigemptyset(&term);
 	sigaddset(&term, SIGTERM);
 	if (pthread_sigmask(SIG_BLOCK, &term, &old) != 0)
 		return -1;
-	for (int i = 0; i < 2; i++) {
+	/* Half the tasks one at a time from two threads, half in batches from a third. */
+	for (int i = 0; i < 3; i++) {
 		struct producer *p = calloc(1, sizeof *p);
 		if (!p)
 			break;
 		p->no = i;
+		p->per_ms = per_ms * (i < 2 ? 0.25 : 0.5);
 		p->seed = plan_seed ^ (unsigned)getpid() * 2654435761u ^ (unsigned)i;
 		if (pthread_create(&threads[nthreads], NULL, producer_main, p) != 0) {
 			free(p);
@@ -367,9 +370,9 @@ int chaos_defer_start(tw_cluster *c, int replica)
 		nthreads++;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (nthreads < 2)
+	if (nthreads < 3)
 		fprintf(stderr, "chaos_replica: no producer thread\n");
-	return nthreads < 2 ? -1 : 0;
+	return nthreads < 3 ? -1 : 0;
 }
 
 void chaos_defer_stop(void)
