@@ -15,7 +15,8 @@
  * The replicas also defer tasks, cancel and move some, and run them (chaos_defer.h); after
  * the faults, the driver waits for every task to end, all replicas alive, and
  * chaos_defer_check.c proves that none was lost, ran early, ran after its cancel or ran twice
- * but after a lost owner. TW_CHAOS_DEFERS=0 leaves the deferred tasks out.
+ * but after a lost owner. TW_CHAOS_DEFERS sets how many tasks a 30 s run defers (default
+ * CHAOS_DEFERS_PER_30S; 0: none).
  *
  *   chaos PATH_TO_chaos_replica    (TW_CHAOS_SECONDS, TW_CHAOS_SEED, TW_CHAOS_KINDS: see inject)
  */
@@ -483,13 +484,15 @@ int main(int argc, char **argv)
 		snprintf(endpoints + strlen(endpoints), sizeof endpoints - strlen(endpoints),
 			 "%s%s", i ? "," : "", eps[i]);
 	/* The producers defer from the end of the warm-up to the end of the faults. */
-	bool defers = !(getenv("TW_CHAOS_DEFERS") && strcmp(getenv("TW_CHAOS_DEFERS"), "0") == 0);
+	unsigned per_30s = getenv("TW_CHAOS_DEFERS") ? (unsigned)atoi(getenv("TW_CHAOS_DEFERS")) :
+						       CHAOS_DEFERS_PER_30S;
+	bool defers = per_30s > 0;
 	if (defers) {
 		char plan[128];
 		int64_t at = wall_ms() + 4000;
 		snprintf(plan, sizeof plan, "%" PRId64 " %" PRId64 " %u %u", at,
-			 at + (int64_t)seconds * 1000,
-			 CHAOS_DEFERS_PER_30S * seconds / 30 / CHAOS_REPLICAS, seed);
+			 at + (int64_t)seconds * 1000, per_30s * seconds / 30 / CHAOS_REPLICAS,
+			 seed);
 		setenv("TW_CHAOS_DEFER_PLAN", plan, 1);
 	}
 	for (int r = 0; r < CHAOS_REPLICAS; r++)

@@ -126,7 +126,12 @@ int main(int argc, char **argv)
 					  .misfire =
 						  i % 2 ? TW_MISFIRE_SKIP : TW_MISFIRE_RUN_ONCE };
 		chaos_job(i, name, sizeof name, &s.period_ms, &s.cron);
-		if ((rc = tw_cluster_add(c, &s)) != TW_OK) {
+		/* As the join: etcd may be between leaders, or a member paused. */
+		for (int tries = 0; (rc = tw_cluster_add(c, &s)) != TW_OK && tries < 20 && !stop &&
+				    (rc == -TW_CLUSTER_EUNAVAILABLE || rc == -TW_CLUSTER_EETCD);
+		     tries++)
+			sleep(1);
+		if (rc != TW_OK) {
 			fprintf(stderr, "%s: add %s: %s\n", member, name, tw_cluster_strerror(rc));
 			return 6;
 		}
@@ -141,10 +146,14 @@ int main(int argc, char **argv)
 		return 8;
 	while (!stop)
 		pause();
+	/* The times a graceful restart spends here, for reading beside the driver's windows. */
+	chaos_defer_library_log(TW_LOG_INFO, "chaos: SIGTERM", NULL);
 	chaos_defer_stop();
+	chaos_defer_library_log(TW_LOG_INFO, "chaos: producers stopped", NULL);
 	tw_cluster_counters s;
 	tw_cluster_stats(c, &s);
 	tw_cluster_leave(c);
+	chaos_defer_library_log(TW_LOG_INFO, "chaos: left", NULL);
 	tw_engine_destroy(e);
 	char path[600];
 	snprintf(path, sizeof path, "%s.stats", argv[5]);
