@@ -26,7 +26,8 @@
 struct rater {
 	pthread_t thread;
 	tw_cluster *c;
-	unsigned id, batch;
+	unsigned id, threads, batch;
+	int first_error;
 	int64_t end_ns;
 	uint64_t tasks, calls, failed;
 	int64_t *lat; /* call latencies, at most cap of them */
@@ -42,8 +43,8 @@ static void *rate_loop(void *arg)
 	while (dp_mono_ns() < t->end_ns) {
 		int64_t due = dp_wall_ns() / 1000000 + 3600 * 1000;
 		for (unsigned b = 0; b < t->batch; b++) {
-			snprintf(keys[b], sizeof keys[b], "rate-%u-%u-%llu-%u", t->batch, t->id,
-				 (unsigned long long)t->calls, b);
+			snprintf(keys[b], sizeof keys[b], "rate-%u-%u-%u-%llu-%u", t->batch,
+				 t->threads, t->id, (unsigned long long)t->calls, b);
 			s[b] = (tw_cluster_defer_spec){ .kind = "rate", .key = keys[b],
 							.due_ms = due, .payload = payload,
 							.payload_len = sizeof payload };
@@ -54,7 +55,8 @@ static void *rate_loop(void *arg)
 		int64_t took = dp_mono_ns() - t0;
 		t->calls++;
 		if (rc != TW_OK) {
-			t->failed++;
+			if (!t->failed++)
+				t->first_error = rc;
 			continue;
 		}
 		t->tasks += t->batch;
@@ -78,7 +80,8 @@ static int rate_round(struct dp_replica *r, unsigned nr, unsigned threads, unsig
 	int64_t end = dp_mono_ns() + (int64_t)seconds * 1000000000, t0 = dp_mono_ns();
 	unsigned started = 0;
 	for (; started < threads; started++) {
-		t[started] = (struct rater){ .c = r[started % nr].c, .id = started, .batch = batch,
+		t[started] = (struct rater){ .c = r[started % nr].c, .id = started, .threads = threads,
+					     .batch = batch,
 					     .end_ns = end, .lat = lat + cap * started, .cap = cap };
 		if (pthread_create(&t[started].thread, NULL, rate_loop, &t[started]))
 			break;
@@ -88,6 +91,10 @@ static int rate_round(struct dp_replica *r, unsigned nr, unsigned threads, unsig
 	for (unsigned k = 0; k < started; k++) {
 		pthread_join(t[k].thread, NULL);
 		tasks += t[k].tasks, calls += t[k].calls, failed += t[k].failed;
+		if (t[k].failed)
+			fprintf(stderr, "defer_perf: thread %u: %llu calls failed, the first: %s\n",
+				k, (unsigned long long)t[k].failed,
+				tw_cluster_strerror(t[k].first_error));
 		memmove(lat + n, t[k].lat, sizeof(int64_t) * t[k].nlat);
 		n += t[k].nlat;
 	}
