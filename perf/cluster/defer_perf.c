@@ -77,6 +77,12 @@ void dp_pcts(const char *name, int64_t *v, size_t n)
 	fflush(stdout);
 }
 
+static void log_line(int level, const char *message, void *arg)
+{
+	(void)arg;
+	fprintf(stderr, "defer_perf: log %d: %s\n", level, message);
+}
+
 int dp_join(struct dp_replica *r, const etcd_harness *h, const char *prefix, const char *member,
 	    unsigned groups)
 {
@@ -97,6 +103,9 @@ int dp_join(struct dp_replica *r, const etcd_harness *h, const char *prefix, con
 	cc.member = r->member;
 	cc.prefix = prefix;
 	cc.groups = groups;
+	/* DEFER_PERF_LOG=1: the cluster's log lines on stderr, to see why a figure is odd. */
+	if (getenv("DEFER_PERF_LOG"))
+		cc.log = log_line;
 	if ((rc = tw_cluster_join(&cc, &r->c)) != TW_OK) {
 		fprintf(stderr, "defer_perf: join %s: %s\n", member, tw_cluster_strerror(rc));
 		tw_engine_destroy(r->e);
@@ -226,6 +235,21 @@ static int usage(void)
 	return 2;
 }
 
+/* The machine is shared: its load beside the figures says how quiet the run was. */
+static void print_load(const char *when)
+{
+	char buf[128] = "";
+	FILE *f = fopen("/proc/loadavg", "r");
+	if (f) {
+		if (!fgets(buf, sizeof buf, f))
+			buf[0] = 0;
+		if (fclose(f))
+			buf[0] = 0;
+	}
+	buf[strcspn(buf, "\n")] = 0;
+	printf("# loadavg %s: %s\n", when, buf);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -290,7 +314,9 @@ int main(int argc, char **argv)
 	}
 	printf("defer_perf %s: %u replicas, 3-member etcd on 127.0.0.1 (%s)\n", scenario,
 	       o.replicas, etcd_harness_dir(h));
+	print_load("at start");
 	int rc = run(&o, h);
+	print_load("at end");
 	etcd_harness_stop(h);
 	curl_global_cleanup();
 	return rc ? 1 : 0;

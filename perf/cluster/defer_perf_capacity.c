@@ -120,6 +120,19 @@ static size_t record_bytes(const char *prefix, unsigned payload, unsigned i)
 	return (size_t)k + (size_t)v + payload;
 }
 
+/* A task is held as soon as its page is read; defer_loaded and defer_load_ms_last follow
+ * when the group's load ends (its claims read too). Waits up to 120 s for r's defer_loaded to
+ * reach want; the ms since t0 it took, or -1. */
+static int64_t wait_loaded(struct dp_replica *r, uint64_t want, int64_t t0)
+{
+	for (int64_t end = dp_mono_ns() + 120000000000; dp_mono_ns() < end; dp_sleep_ms(2)) {
+		tw_cluster_counters s;
+		if (tw_cluster_stats(r->c, &s) == TW_OK && s.defer_loaded >= want)
+			return (dp_mono_ns() - t0) / 1000000;
+	}
+	return -1;
+}
+
 static int takeover_group(const struct dp_opts *o, etcd_harness *h)
 {
 	struct dp_replica a = { 0 }, b = { 0 };
@@ -140,6 +153,7 @@ static int takeover_group(const struct dp_opts *o, etcd_harness *h)
 	dp_fig("group_leave_ms", (double)((dp_mono_ns() - t0) / 1000000));
 	int64_t waited = dp_wait_pending(&b, 1, n, 300000);
 	dp_fig("group_takeover_held_ms", waited < 0 ? -1 : (double)((dp_mono_ns() - t0) / 1000000));
+	dp_fig("group_takeover_loaded_ms", (double)wait_loaded(&b, n, t0));
 	tw_cluster_counters s;
 	tw_cluster_stats(b.c, &s);
 	dp_fig("group_defer_loaded", (double)s.defer_loaded);
@@ -206,6 +220,8 @@ int dp_capacity(const struct dp_opts *o, etcd_harness *h)
 	waited = dp_wait_pending(r, 1, n, 600000);
 	dp_fig("one_replica_holds_all_ms",
 	       waited < 0 ? -1 : (double)((dp_mono_ns() - t0) / 1000000));
+	dp_fig("one_replica_loaded_ms",
+	       (double)wait_loaded(&r[0], before.defer_loaded + n - before.defer_pending, t0));
 	tw_cluster_counters after;
 	tw_cluster_stats(r[0].c, &after);
 	dp_fig("one_replica_defer_pending", (double)after.defer_pending);

@@ -7,9 +7,10 @@
  * Prints tasks and calls per second and the call's latency.
  *
  * requests: the replicas' etcd requests per second idle (membership, leases) over --seconds,
- * then --tasks tasks deferred (60 per call) with dues spread over the next --seconds from 3 s
- * on; once the owners hold them all, the requests until the last is run and deleted, minus
- * the idle rate over the same span, per run; and the claim transactions per run.
+ * then --tasks tasks deferred (60 per call) with dues spread over --seconds, starting once
+ * they are surely held; from the moment the owners hold them all, the requests until the last
+ * is run and deleted, minus the idle rate over the same span, per run; and the claim
+ * transactions per run.
  */
 #include <stdatomic.h>
 #include <pthread.h>
@@ -183,8 +184,9 @@ int dp_requests(const struct dp_opts *o, etcd_harness *h)
 	snap(r, nr, &b);
 	double idle_per_s = (double)(b.requests - a.requests) * 1e9 / (double)(b.at_ns - a.at_ns);
 	dp_fig("idle_requests_per_s", idle_per_s);
-	/* Dues spread evenly from 3 s to 3 s + seconds ahead. */
-	int64_t base = dp_wall_ns() / 1000000 + 3000;
+	/* Dues spread evenly over --seconds, from when the defers (batched: a few thousand a
+	 * second) are surely done and held, before the first claim (claim_ahead_ms ahead). */
+	int64_t base = dp_wall_ns() / 1000000 + 3000 + n / 2;
 	tw_cluster_defer_spec s[BATCH];
 	char keys[BATCH][32];
 	for (unsigned i = 0; i < n; i += BATCH) {
@@ -201,8 +203,9 @@ int dp_requests(const struct dp_opts *o, etcd_harness *h)
 			goto out;
 		}
 	}
-	if (dp_wait_pending(r, nr, n, 3000) < 0) {
-		fprintf(stderr, "defer_perf: the owners did not hold the %u tasks in 3 s\n", n);
+	int64_t before_claims = base - 1500 - dp_wall_ns() / 1000000;
+	if (before_claims < 0 || dp_wait_pending(r, nr, n, (unsigned)before_claims) < 0) {
+		fprintf(stderr, "defer_perf: the owners did not hold the %u tasks in time\n", n);
 		goto out;
 	}
 	snap(r, nr, &b);
