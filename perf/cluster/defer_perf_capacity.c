@@ -154,6 +154,10 @@ static int takeover_group(const struct dp_opts *o, etcd_harness *h)
 	int64_t waited = dp_wait_pending(&b, 1, n, 300000);
 	dp_fig("group_takeover_held_ms", waited < 0 ? -1 : (double)((dp_mono_ns() - t0) / 1000000));
 	dp_fig("group_takeover_loaded_ms", (double)wait_loaded(&b, n, t0));
+	/* For `perf record -k CLOCK_MONOTONIC` and `perf report --time`: the load's window. */
+	if (getenv("DEFER_PERF_LOG"))
+		fprintf(stderr, "defer_perf: takeover window %.6f,%.6f (CLOCK_MONOTONIC s)\n",
+			(double)t0 / 1e9, (double)dp_mono_ns() / 1e9);
 	tw_cluster_counters s;
 	tw_cluster_stats(b.c, &s);
 	dp_fig("group_defer_loaded", (double)s.defer_loaded);

@@ -10,7 +10,7 @@
  * then --tasks tasks deferred (60 per call) with dues spread over --seconds, starting once
  * they are surely held; from the moment the owners hold them all, the requests until the last
  * is run and deleted, minus the idle rate over the same span, per run; and the claim
- * transactions per run.
+ * transactions per run; and what etcd's database grew by per run (the history, uncompacted).
  */
 #include <stdatomic.h>
 #include <pthread.h>
@@ -184,6 +184,11 @@ int dp_requests(const struct dp_opts *o, etcd_harness *h)
 	snap(r, nr, &b);
 	double idle_per_s = (double)(b.requests - a.requests) * 1e9 / (double)(b.at_ns - a.at_ns);
 	dp_fig("idle_requests_per_s", idle_per_s);
+	/* etcd keeps every revision until it is compacted: what a task's history leaves. */
+	int64_t size0 = 0, use0 = 0, size1 = 0, use1 = 0;
+	const char *ep = etcd_harness_endpoints(h)[0];
+	if (dp_etcd_status(ep, &size0, &use0))
+		goto out;
 	/* Dues spread evenly over --seconds, from when the defers (batched: a few thousand a
 	 * second) are surely done and held, before the first claim (claim_ahead_ms ahead). */
 	int64_t base = dp_wall_ns() / 1000000 + 3000 + n / 2;
@@ -226,6 +231,10 @@ int dp_requests(const struct dp_opts *o, etcd_harness *h)
 	dp_fig("requests_per_run", runs ? extra / (double)runs : 0);
 	dp_fig("claim_requests_per_run", runs ? (double)(c.claims - b.claims) / (double)runs : 0);
 	dp_fig("pending_left", (double)DP_SUM(r, nr, defer_pending));
+	if (dp_etcd_status(ep, &size1, &use1) == 0 && runs) {
+		dp_fig("etcd_db_in_use_growth_bytes_per_run", (double)(use1 - use0) / (double)runs);
+		dp_fig("etcd_db_size_growth_bytes_per_run", (double)(size1 - size0) / (double)runs);
+	}
 	rc = runs == n ? 0 : -1;
 out:
 	for (unsigned k = 0; k < nr; k++)
