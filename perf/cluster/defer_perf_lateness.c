@@ -162,13 +162,18 @@ static void report(unsigned ahead)
 {
 	int64_t *w = malloc(sizeof(int64_t) * ahead), *m = malloc(sizeof(int64_t) * ahead),
 		*l = malloc(sizeof(int64_t) * ahead), *lw = malloc(sizeof(int64_t) * ahead),
-		*lm = malloc(sizeof(int64_t) * ahead), *d = malloc(sizeof(int64_t) * now_n);
-	if (!w || !m || !l || !lw || !lm || !d) {
+		*lm = malloc(sizeof(int64_t) * ahead), *d = malloc(sizeof(int64_t) * now_n),
+		*pair = malloc(sizeof(int64_t) * ahead);
+	if (!w || !m || !l || !lw || !lm || !d || !pair) {
 		fprintf(stderr, "defer_perf: out of memory\n");
 		goto out;
 	}
-	size_t n = 0, nl = 0, nd = 0, dup = 0;
+	size_t n = 0, nl = 0, nd = 0, np = 0, dup = 0;
 	for (unsigned i = 0; i < ahead; i++) {
+		/* A stall of the machine delays a task and its twin, due at the same instant,
+		 * alike: their difference is the deferred task's own cost, less the noise. */
+		if (atomic_load(&lat[i].runs) && atomic_load(&lat[i].local))
+			pair[np++] = lat[i].wall_ns - lat[i].local_wall_ns;
 		if (atomic_load(&lat[i].runs)) {
 			w[n] = lat[i].wall_ns, m[n] = lat[i].mono_ns, l[n++] = lat[i].lib_ns;
 			dup += atomic_load(&lat[i].runs) > 1;
@@ -192,10 +197,11 @@ static void report(unsigned ahead)
 		dp_fig("deferred_minus_local_mono_p50_us", (double)((m[p50] - lm[q50]) / 1000));
 		dp_fig("deferred_minus_local_mono_p99_us", (double)((m[p99] - lm[q99]) / 1000));
 	}
+	dp_pcts("paired_deferred_minus_twin", pair, np);
 	dp_fig("deferred_duplicates", (double)dup);
 	dp_pcts("due_now_return_to_start", d, nd);
 out:
-	free(w), free(m), free(l), free(lw), free(lm), free(d);
+	free(w), free(m), free(l), free(lw), free(lm), free(d), free(pair);
 }
 
 int dp_lateness(const struct dp_opts *o, etcd_harness *h)
