@@ -215,9 +215,9 @@ int dp_capacity(const struct dp_opts *o, etcd_harness *h)
 		snprintf(name, sizeof name, "r%u_groups_owned", k);
 		dp_fig(name, (double)s.groups_owned);
 	}
-	/* A member's memory right after the load holds its raft log since its last snapshot
-	 * (up to --snapshot-count entries of 60 tasks each); started again, it holds what the
-	 * keys themselves cost it: the index rebuilt and the database mapped. */
+	/* A member's memory right after the load may hold garbage its runtime has not given
+	 * back; started again (its index rebuilt from the database, its log since the last
+	 * snapshot replayed) it holds what it keeps for the tasks. */
 	int last = etcd_harness_count(h) - 1;
 	if (etcd_harness_restart(h, last) == 0 && etcd_harness_wait_healthy(h, last, 60000) == 0) {
 		dp_sleep_ms(2000);
