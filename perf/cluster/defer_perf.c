@@ -67,8 +67,10 @@ void dp_pcts(const char *name, int64_t *v, size_t n)
 	if (!n)
 		return;
 	qsort(v, n, sizeof *v, cmp_i64);
-	static const struct { const char *tag; double p; } at[] = {
-		{ "p50", 50 }, { "p99", 99 }, { "max", 100 } };
+	static const struct {
+		const char *tag;
+		double p;
+	} at[] = { { "p50", 50 }, { "p99", 99 }, { "max", 100 } };
 	for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
 		snprintf(key, sizeof key, "%s_%s_us", name, at[i].tag);
 		size_t k = (size_t)(at[i].p / 100 * (double)(n - 1));
@@ -259,8 +261,13 @@ int main(int argc, char **argv)
 	for (int i = 2; i < argc; i++)
 		quick |= !strcmp(argv[i], "--quick");
 	/* Defaults per scenario; --quick scales them to a few seconds. */
-	struct dp_opts o = { .seconds = 20, .tasks = 2000, .replicas = 3, .threads = 8,
-			     .group_tasks = 100000, .payload = 32, .quick = quick };
+	struct dp_opts o = { .seconds = 20,
+			     .tasks = 2000,
+			     .replicas = 3,
+			     .threads = 8,
+			     .group_tasks = 100000,
+			     .payload = 32,
+			     .quick = quick };
 	if (!strcmp(scenario, "capacity"))
 		o.tasks = quick ? 6000 : 1000000;
 	else if (!strcmp(scenario, "requests"))
@@ -300,7 +307,8 @@ int main(int argc, char **argv)
 		!strcmp(scenario, "lateness") ? dp_lateness :
 		!strcmp(scenario, "rate")     ? dp_rate :
 		!strcmp(scenario, "capacity") ? dp_capacity :
-		!strcmp(scenario, "requests") ? dp_requests : NULL;
+		!strcmp(scenario, "requests") ? dp_requests :
+						NULL;
 	if (!run)
 		return usage();
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {

@@ -22,7 +22,7 @@
 #include "defer_perf.h"
 
 #define CAP_GROUPS 64
-#define BATCH TW_CLUSTER_DEFER_BATCH_MAX
+#define BATCH      TW_CLUSTER_DEFER_BATCH_MAX
 
 struct loader {
 	pthread_t thread;
@@ -50,13 +50,16 @@ static void *load_loop(void *arg)
 		unsigned first = b * BATCH, m = l->tasks - first < BATCH ? l->tasks - first : BATCH;
 		for (unsigned k = 0; k < m; k++) {
 			key_of(keys[k], sizeof keys[k], l->tag, first + k);
-			s[k] = (tw_cluster_defer_spec){ .kind = "cap", .key = keys[k],
-							.due_ms = l->due_ms, .payload = payload,
+			s[k] = (tw_cluster_defer_spec){ .kind = "cap",
+							.key = keys[k],
+							.due_ms = l->due_ms,
+							.payload = payload,
 							.payload_len = l->payload };
 		}
 		int rc;
 		for (int tries = 0; (rc = tw_cluster_defer_many(l->c, s, m, NULL)) != TW_OK &&
-		     rc != -TW_EEXIST && tries < 5; tries++)
+				    rc != -TW_EEXIST && tries < 5;
+		     tries++)
 			dp_sleep_ms(100);
 		if (rc != TW_OK && rc != -TW_EEXIST) {
 			fprintf(stderr, "defer_perf: defer_many: %s\n", tw_cluster_strerror(rc));
@@ -76,9 +79,15 @@ static double load(struct dp_replica *r, unsigned nr, unsigned threads, const ch
 	unsigned batches = (tasks + BATCH - 1) / BATCH, started = 0;
 	int64_t t0 = dp_mono_ns(), due = dp_wall_ns() / 1000000 + 86400 * 1000;
 	for (; started < threads; started++) {
-		l[started] = (struct loader){ .c = r[started % nr].c, .tag = tag, .first = started,
-					      .end = batches, .step = threads, .tasks = tasks,
-					      .payload = payload, .due_ms = due, .failed = &failed };
+		l[started] = (struct loader){ .c = r[started % nr].c,
+					      .tag = tag,
+					      .first = started,
+					      .end = batches,
+					      .step = threads,
+					      .tasks = tasks,
+					      .payload = payload,
+					      .due_ms = due,
+					      .failed = &failed };
 		if (pthread_create(&l[started].thread, NULL, load_loop, &l[started]))
 			break;
 	}
@@ -224,7 +233,8 @@ int dp_capacity(const struct dp_opts *o, etcd_harness *h)
 		snprintf(name, sizeof name, "etcd_m%d_rss_mib_restarted", last);
 		dp_fig(name, (double)dp_rss_kib(etcd_harness_pid(h, last)) / 1024);
 		snprintf(name, sizeof name, "etcd_m%d_rss_bytes_per_task_restarted", last);
-		dp_fig(name, (double)(dp_rss_kib(etcd_harness_pid(h, last)) - etcd_rss0) * 1024 / n);
+		dp_fig(name,
+		       (double)(dp_rss_kib(etcd_harness_pid(h, last)) - etcd_rss0) * 1024 / n);
 	}
 	/* 2: the others leave; the first takes every group and loads what it did not hold. */
 	tw_cluster_counters before;

@@ -11,8 +11,8 @@
  * thread alone on a 1 ms timerfd grid (tools/wake_floor). After it, tasks deferred with due
  * now: the time from tw_cluster_defer's return to its handler's start.
  */
-#include <stdatomic.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +23,13 @@
 #define LAT_GROUPS 16
 
 struct lat_sample {
-	atomic_int runs;    /* handler starts (a second one would be a duplicate) */
-	int64_t due_ms;     /* the deferred task's due */
-	int64_t wall_ns;    /* start minus due on the wall clock */
-	int64_t mono_ns;    /* start minus due_ns, taken in the handler */
-	int64_t lib_ns;     /* tw_cluster_task.start_lateness_ns */
-	atomic_int local;   /* the twin ran */
+	atomic_int runs;  /* handler starts (a second one would be a duplicate) */
+	atomic_int done;  /* the first start's figures are written */
+	int64_t due_ms;   /* the deferred task's due */
+	int64_t wall_ns;  /* start minus due on the wall clock */
+	int64_t mono_ns;  /* start minus due_ns, taken in the handler */
+	int64_t lib_ns;   /* tw_cluster_task.start_lateness_ns */
+	atomic_int local; /* the twin ran */
 	int64_t local_wall_ns, local_mono_ns;
 	int64_t returned_ns; /* due-now tasks: monotonic time tw_cluster_defer returned */
 	int64_t started_ns;  /* due-now tasks: monotonic time the handler started */
@@ -59,6 +60,7 @@ static int on_deferred(const tw_cluster_task *t, void *arg)
 	s->wall_ns = wall - t->due_ms * 1000000;
 	s->mono_ns = mono - (int64_t)t->due_ns;
 	s->lib_ns = t->start_lateness_ns;
+	atomic_store(&s->done, 1);
 	return 0;
 }
 
@@ -79,8 +81,10 @@ static int on_now(const tw_cluster_task *t, void *arg)
 	unsigned i = index_of(t);
 	if (i >= lat_n || i < lat_n - now_n)
 		return 0;
-	if (!atomic_fetch_add(&lat[i].runs, 1))
+	if (!atomic_fetch_add(&lat[i].runs, 1)) {
 		lat[i].started_ns = mono;
+		atomic_store(&lat[i].done, 1);
+	}
 	return 0;
 }
 
@@ -106,14 +110,18 @@ static void *produce(void *arg)
 		char key[32];
 		snprintf(key, sizeof key, "%s-%06u", p->now ? "now" : "lat", i);
 		rnd ^= rnd << 13, rnd ^= rnd >> 17, rnd ^= rnd << 5;
-		tw_cluster_defer_spec s = { .kind = p->now ? "now" : "lat", .key = key,
-					    .payload = &i, .payload_len = sizeof i };
+		tw_cluster_defer_spec s = { .kind = p->now ? "now" : "lat",
+					    .key = key,
+					    .payload = &i,
+					    .payload_len = sizeof i };
 		int64_t wall = dp_wall_ns(), mono = dp_mono_ns();
 		if (!p->now) {
 			s.due_ms = wall / 1000000 + 2000 + rnd % 2000;
 			lat[i].due_ms = s.due_ms;
-			tw_task_spec t = { .callback = on_local, .arg = &lat[i],
-					   .first_due_ns = (uint64_t)(mono + s.due_ms * 1000000 - wall) };
+			tw_task_spec t = { .callback = on_local,
+					   .arg = &lat[i],
+					   .first_due_ns =
+						   (uint64_t)(mono + s.due_ms * 1000000 - wall) };
 			tw_id id;
 			if (tw_add(p->r->e, &t, &id) != TW_OK)
 				atomic_fetch_add(&errors, 1);
@@ -135,8 +143,11 @@ static int produce_all(struct dp_replica *r, unsigned nr, unsigned first, unsign
 {
 	struct producer p[8];
 	for (unsigned k = 0; k < nr; k++) {
-		p[k] = (struct producer){ .r = &r[k], .first = first + k, .step = nr,
-					  .count = (count - k + nr - 1) / nr, .seconds = seconds,
+		p[k] = (struct producer){ .r = &r[k],
+					  .first = first + k,
+					  .step = nr,
+					  .count = (count - k + nr - 1) / nr,
+					  .seconds = seconds,
 					  .now = now };
 		if (pthread_create(&p[k].thread, NULL, produce, &p[k])) {
 			fprintf(stderr, "defer_perf: pthread_create failed\n");
@@ -154,7 +165,7 @@ static unsigned ran(unsigned first, unsigned count)
 {
 	unsigned n = 0;
 	for (unsigned i = first; i < first + count; i++)
-		n += atomic_load(&lat[i].runs) > 0;
+		n += atomic_load(&lat[i].done);
 	return n;
 }
 
@@ -172,9 +183,9 @@ static void report(unsigned ahead)
 	for (unsigned i = 0; i < ahead; i++) {
 		/* A stall of the machine delays a task and its twin, due at the same instant,
 		 * alike: their difference is the deferred task's own cost, less the noise. */
-		if (atomic_load(&lat[i].runs) && atomic_load(&lat[i].local))
+		if (atomic_load(&lat[i].done) && atomic_load(&lat[i].local))
 			pair[np++] = lat[i].wall_ns - lat[i].local_wall_ns;
-		if (atomic_load(&lat[i].runs)) {
+		if (atomic_load(&lat[i].done)) {
 			w[n] = lat[i].wall_ns, m[n] = lat[i].mono_ns, l[n++] = lat[i].lib_ns;
 			dup += atomic_load(&lat[i].runs) > 1;
 		}
@@ -182,7 +193,7 @@ static void report(unsigned ahead)
 			lw[nl] = lat[i].local_wall_ns, lm[nl++] = lat[i].local_mono_ns;
 	}
 	for (unsigned i = ahead; i < lat_n; i++)
-		if (atomic_load(&lat[i].runs))
+		if (atomic_load(&lat[i].done))
 			d[nd++] = lat[i].started_ns - lat[i].returned_ns;
 	dp_pcts("deferred_wall_lateness", w, n);
 	dp_pcts("deferred_mono_lateness", m, n);
@@ -239,8 +250,8 @@ int dp_lateness(const struct dp_opts *o, etcd_harness *h)
 	/* The due-now tasks, after the others ran: nothing else is due while they run. */
 	if (produce_all(r, nr, ahead, now_n, o->quick ? 2 : o->seconds / 2 + 1, true))
 		goto out;
-	for (int64_t end = dp_mono_ns() + 10000000000; ran(ahead, now_n) < now_n &&
-	     dp_mono_ns() < end;)
+	for (int64_t end = dp_mono_ns() + 10000000000;
+	     ran(ahead, now_n) < now_n && dp_mono_ns() < end;)
 		dp_sleep_ms(20);
 	dp_fig("deferred_not_run", (double)(ahead - ran(0, ahead)));
 	dp_fig("due_now_not_run", (double)(now_n - ran(ahead, now_n)));

@@ -12,8 +12,8 @@
  * is run and deleted, minus the idle rate over the same span, per run; and the claim
  * transactions per run; and what etcd's database grew by per run (the history, uncompacted).
  */
-#include <stdatomic.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +21,8 @@
 #include "defer_perf.h"
 
 #define RATE_GROUPS 64
-#define BATCH TW_CLUSTER_DEFER_BATCH_MAX
-#define MAX_CALLS 4000000
+#define BATCH       TW_CLUSTER_DEFER_BATCH_MAX
+#define MAX_CALLS   4000000
 
 struct rater {
 	pthread_t thread;
@@ -46,8 +46,10 @@ static void *rate_loop(void *arg)
 		for (unsigned b = 0; b < t->batch; b++) {
 			snprintf(keys[b], sizeof keys[b], "rate-%u-%u-%u-%llu-%u", t->batch,
 				 t->threads, t->id, (unsigned long long)t->calls, b);
-			s[b] = (tw_cluster_defer_spec){ .kind = "rate", .key = keys[b],
-							.due_ms = due, .payload = payload,
+			s[b] = (tw_cluster_defer_spec){ .kind = "rate",
+							.key = keys[b],
+							.due_ms = due,
+							.payload = payload,
 							.payload_len = sizeof payload };
 		}
 		int64_t t0 = dp_mono_ns();
@@ -81,9 +83,13 @@ static int rate_round(struct dp_replica *r, unsigned nr, unsigned threads, unsig
 	int64_t end = dp_mono_ns() + (int64_t)seconds * 1000000000, t0 = dp_mono_ns();
 	unsigned started = 0;
 	for (; started < threads; started++) {
-		t[started] = (struct rater){ .c = r[started % nr].c, .id = started, .threads = threads,
+		t[started] = (struct rater){ .c = r[started % nr].c,
+					     .id = started,
+					     .threads = threads,
 					     .batch = batch,
-					     .end_ns = end, .lat = lat + cap * started, .cap = cap };
+					     .end_ns = end,
+					     .lat = lat + cap * started,
+					     .cap = cap };
 		if (pthread_create(&t[started].thread, NULL, rate_loop, &t[started]))
 			break;
 	}
@@ -199,8 +205,10 @@ int dp_requests(const struct dp_opts *o, etcd_harness *h)
 		for (unsigned k = 0; k < m; k++) {
 			snprintf(keys[k], sizeof keys[k], "req-%07u", i + k);
 			s[k] = (tw_cluster_defer_spec){
-				.kind = "req", .key = keys[k],
-				.due_ms = base + (int64_t)o->seconds * 1000 * (i + k) / n };
+				.kind = "req",
+				.key = keys[k],
+				.due_ms = base + (int64_t)o->seconds * 1000 * (i + k) / n
+			};
 		}
 		/* A timed-out batch may have been stored: its retry then finds the keys taken. */
 		int drc = tw_cluster_defer_many(r[i / BATCH % nr].c, s, m, NULL);
@@ -228,8 +236,7 @@ int dp_requests(const struct dp_opts *o, etcd_harness *h)
 	double span_s = (double)(c.at_ns - b.at_ns) / 1e9;
 	uint64_t runs = c.runs - b.runs;
 	double extra = (double)(c.requests - b.requests) - idle_per_s * span_s;
-	printf("# %u tasks due over %u s (%.0f a second)\n", n, o->seconds,
-	       (double)n / o->seconds);
+	printf("# %u tasks due over %u s (%.0f a second)\n", n, o->seconds, (double)n / o->seconds);
 	dp_fig("runs", (double)runs);
 	dp_fig("span_s", span_s);
 	dp_fig("requests_in_span", (double)(c.requests - b.requests));
