@@ -439,9 +439,10 @@ static inline int tw_cluster_metrics_write(tw_cluster *c, const tw_metrics_optio
 typedef struct {
 	const char *kind; /* required: 1 to TW_CLUSTER_KIND_MAX bytes of [A-Za-z0-9._:-] */
 	const char *key;  /* required: 1 to TW_CLUSTER_KEY_MAX bytes of 0x21 to 0x7e */
-	/* The due: an absolute time in UTC ms since the epoch (> 0), or, when due_ms is 0,
-	 * delay_ms from now on this replica's wall clock (at most 2^40). A due already past
-	 * runs as soon as the owner has it. */
+	/* The due: an absolute time in UTC ms since the epoch (> 0, at most 2^40 ms ahead of
+	 * now), or, when due_ms is 0, delay_ms from now on this replica's wall clock (at most
+	 * 2^40; delay_ms is not read when due_ms is given). A due already past runs as soon as
+	 * the owner has it. */
 	int64_t due_ms;
 	uint64_t delay_ms;
 	const void *payload; /* payload_len bytes, copied; NULL when payload_len is 0 */
@@ -483,12 +484,17 @@ TW_API int tw_cluster_defer_many_sized(tw_cluster *c, const tw_cluster_defer_spe
  *
  * One create-if-absent transaction: a producer whose call timed out (the answer lost, the
  * task perhaps stored) calls again with the same spec, and gets TW_OK or -TW_EEXIST, never a
- * second task. A key that is only in the dead letters is free.
+ * second task. A key stays taken for 60 to 66 s after its task's handler succeeded (a
+ * tombstone in etcd, under a lease of its own): a request that etcd applies late (a member
+ * that held it past the timeout, while the task ran and was deleted) finds the tombstone and
+ * makes no second task; a defer of that key meanwhile answers -TW_EEXIST. A cancelled key is
+ * free at once, and so is a key that is only in the dead letters.
  *
  * Return: TW_OK; -TW_EINVAL for NULL arguments, a kind or key outside its limits, a payload
  * over TW_CLUSTER_PAYLOAD_MAX (or NULL with a length), a due_ms below 0, max_attempts over
- * TW_CLUSTER_ATTEMPTS_MAX; -TW_ERANGE for a delay above 2^40; -TW_EEXIST when a live task
- * (pending or claimed) has the key; -TW_CLUSTER_EUNAVAILABLE (the task may or may not be
+ * TW_CLUSTER_ATTEMPTS_MAX; -TW_ERANGE for a due or delay more than 2^40 ms ahead;
+ * -TW_EEXIST when a live task (pending or claimed) has the key, or its task succeeded less
+ * than a minute ago (above); -TW_CLUSTER_EUNAVAILABLE (the task may or may not be
  * stored: call again), -TW_CLUSTER_EETCD; -TW_ENOMEM; -TW_ESHUTDOWN after tw_cluster_leave
  * began. Any thread, a callback or handler too. Blocks for one round trip to etcd.
  */
@@ -525,11 +531,12 @@ static inline int tw_cluster_defer_many(tw_cluster *c, const tw_cluster_defer_sp
 TW_API int tw_cluster_defer_cancel(tw_cluster *c, const char *key);
 
 /**
- * tw_cluster_defer_move() - gives a pending task a new due: @due_ms (UTC ms, > 0), or when
- * it is 0, @delay_ms from now (at most 2^40). Its kind, payload and attempts stay.
+ * tw_cluster_defer_move() - gives a pending task a new due: @due_ms (UTC ms, > 0, at most 2^40
+ * ms ahead), or when it is 0, @delay_ms from now (at most 2^40). Its kind, payload and
+ * attempts stay. The arguments are checked before etcd is asked.
  *
- * Return: TW_OK; -TW_EINVAL for NULL, a bad key or a due_ms below 0; -TW_ERANGE for a delay
- * above 2^40; -TW_ENOTFOUND, -TW_ESTATE as tw_cluster_defer_cancel; -TW_CLUSTER_EUNAVAILABLE,
+ * Return: TW_OK; -TW_EINVAL for NULL, a bad key or a due_ms below 0; -TW_ERANGE for a due or
+ * delay more than 2^40 ms ahead; -TW_ENOTFOUND, -TW_ESTATE as tw_cluster_defer_cancel; -TW_CLUSTER_EUNAVAILABLE,
  * -TW_CLUSTER_EETCD; -TW_ENOMEM; -TW_ESHUTDOWN. Any thread, a handler too. Blocks for two
  * round trips (a read, then a transaction that checks nothing changed in between; repeated
  * if something did).

@@ -7,6 +7,7 @@
  *                                             followed by the payload's bytes
  *   P/defer/c/<group %04u>/<key>  its claim: "<attempt> <member> <token>"; present from the
  *                                             owner's claim to the write after its handler
+ *   P/defer/done/<key>            a tombstone, for CL_TOMBSTONE_S after a success
  *   P/dead/<key>                  a dead letter: the task's header with " <last_code>"
  *                                             before its newline, then the payload
  * <attempts> counts the attempts that ended; a claim's <attempt> is the one it starts. One
@@ -27,6 +28,10 @@
 
 #define CL_DEFAULT_ATTEMPTS   5
 #define CL_DEFAULT_BACKOFF_MS 1000
+/* How long a key stays taken after its task's handler succeeded (P/defer/done/<key>, under a
+ * lease): a defer whose answer was lost and that etcd applies late finds it and makes no
+ * second task. */
+#define CL_TOMBSTONE_S 60
 /* The longest record header: "tw1 " kind and five numbers, with spaces and the newline. */
 #define CL_RECORD_HEAD_MAX (4 + TW_CLUSTER_KIND_MAX + 6 * 21 + 1)
 
@@ -130,6 +135,9 @@ struct cl_defer {
 	int64_t refused_ms;
 	atomic_bool reload; /* group ownership changed, or stop: the watch restarts */
 	atomic_bool stop, draining;
+	/* The lease tombstones are put under (the worker's; a new one every few seconds, never
+	 * renewed, so a tombstone outlives its owner); 0: none. */
+	int64_t tomb_lease, tomb_granted_ms;
 	/* Local tasks not yet released by the engine (leave waits for 0). */
 	pthread_mutex_t release_lock;
 	pthread_cond_t released;

@@ -24,6 +24,8 @@ static int due_of(int64_t due_ms, uint64_t delay_ms, int64_t *out)
 	if (due_ms < 0)
 		return -TW_EINVAL;
 	if (due_ms > 0) {
+		if (due_ms - tw__cl_wall_ms() > (int64_t)DELAY_MAX)
+			return -TW_ERANGE;
 		*out = due_ms;
 		return TW_OK;
 	}
@@ -54,8 +56,8 @@ static int spec_in(tw_cluster_defer_spec *dst, const void *src, size_t size)
 }
 
 struct put {
-	char key[CL_KEY_MAX];
-	int key_len;
+	char key[CL_KEY_MAX], done[CL_KEY_MAX];
+	int key_len, done_len;
 	uint8_t *value;
 	size_t value_len;
 };
@@ -73,7 +75,8 @@ static int make_put(struct tw_cluster *c, const tw_cluster_defer_spec *s, int64_
 	memcpy(rec.kind, s->kind, strlen(s->kind) + 1);
 	unsigned g = tw__cl_hash(s->key) % c->groups;
 	p->key_len = tw__cl_task_key(c, p->key, 't', g, s->key);
-	if (p->key_len < 0)
+	p->done_len = tw__cl_key(c, p->done, "defer/done/%s", s->key);
+	if (p->key_len < 0 || p->done_len < 0)
 		return -TW_EINVAL;
 	return tw__cl_record_encode(&rec, &p->value, &p->value_len);
 }
@@ -92,8 +95,8 @@ TW_CLUSTER_API int tw_cluster_defer_many_sized(tw_cluster *c, const tw_cluster_d
 		return -TW_ESHUTDOWN;
 	tw_cluster_defer_spec *s = calloc(n, sizeof *s);
 	struct put *p = calloc(n, sizeof *p);
-	etcd_compare *cmp = calloc(n, sizeof *cmp);
-	etcd_op *ops = calloc(n, sizeof *ops), *reads = calloc(n, sizeof *reads);
+	etcd_compare *cmp = calloc(2 * n, sizeof *cmp);
+	etcd_op *ops = calloc(n, sizeof *ops), *reads = calloc(2 * n, sizeof *reads);
 	int rc = s && p && cmp && ops && reads ? TW_OK : -TW_ENOMEM;
 	size_t bytes = 0;
 	for (size_t i = 0; rc == TW_OK && i < n; i++) {
@@ -111,37 +114,50 @@ TW_CLUSTER_API int tw_cluster_defer_many_sized(tw_cluster *c, const tw_cluster_d
 			rc = make_put(c, &s[i], due, &p[i]);
 		if (rc != TW_OK)
 			break;
-		cmp[i] = (etcd_compare){ .target = ETCD_CMP_CREATE,
-					 .result = ETCD_CMP_EQUAL,
-					 .key = p[i].key,
-					 .key_len = (size_t)p[i].key_len };
+		/* Absent, and not done a moment ago: a late copy of a defer whose task ran
+		 * meanwhile finds its tombstone. */
+		cmp[2 * i] = (etcd_compare){ .target = ETCD_CMP_CREATE,
+					     .result = ETCD_CMP_EQUAL,
+					     .key = p[i].key,
+					     .key_len = (size_t)p[i].key_len };
+		cmp[2 * i + 1] = (etcd_compare){ .target = ETCD_CMP_CREATE,
+						 .result = ETCD_CMP_EQUAL,
+						 .key = p[i].done,
+						 .key_len = (size_t)p[i].done_len };
 		ops[i] = (etcd_op){ .kind = ETCD_OP_PUT,
 				    .key = p[i].key,
 				    .key_len = (size_t)p[i].key_len,
 				    .value = p[i].value,
 				    .value_len = p[i].value_len };
-		reads[i] = (etcd_op){ .kind = ETCD_OP_RANGE,
-				      .key = p[i].key,
-				      .key_len = (size_t)p[i].key_len,
-				      .limit = 1 };
+		reads[2 * i] = (etcd_op){ .kind = ETCD_OP_RANGE,
+					  .key = p[i].key,
+					  .key_len = (size_t)p[i].key_len,
+					  .limit = 1 };
+		reads[2 * i + 1] = (etcd_op){ .kind = ETCD_OP_RANGE,
+					      .key = p[i].done,
+					      .key_len = (size_t)p[i].done_len,
+					      .limit = 1 };
 	}
 	etcd_txn_result res = { 0 };
 	if (rc == TW_OK) {
 		etcd_client *client = tw__cl_pool_get(c);
 		etcd_status st = { 0 };
 		rc = client ? tw__cl_note(c,
-					  tw__etcd_txn(client, cmp, n, ops, n, reads, n, &res, &st),
+					  tw__etcd_txn(client, cmp, 2 * n, ops, n, reads, 2 * n,
+						       &res, &st),
 					  &st) :
 			      -TW_ENOMEM;
 		if (client)
 			tw__cl_pool_put(c, client);
 	}
-	if (rc == TW_OK && !res.succeeded && res.count != n)
+	if (rc == TW_OK && !res.succeeded && res.count != 2 * n)
 		rc = -TW_CLUSTER_EETCD;
 	if (rc == TW_OK) {
 		for (size_t i = 0; results && i < n; i++)
-			results[i] = res.succeeded || res.results[i].range.count == 0 ? TW_OK :
-											-TW_EEXIST;
+			results[i] = res.succeeded || (res.results[2 * i].range.count == 0 &&
+						       res.results[2 * i + 1].range.count == 0) ?
+					     TW_OK :
+					     -TW_EEXIST;
 		if (!res.succeeded)
 			rc = -TW_EEXIST;
 	}
@@ -332,8 +348,12 @@ TW_CLUSTER_API int tw_cluster_handle(tw_cluster *c, const char *kind, tw_cluster
 		/* The tasks that waited for it: their alarms, now (past ones fire at once). */
 		for (size_t b = 0; b < d->nbuckets; b++)
 			for (struct cl_task *t = d->buckets[b]; t; t = t->hnext)
-				if (t->unhandled && strcmp(t->rec.kind, kind) == 0)
-					tw__cl_task_arm_alarm(c, t);
+				if (t->unhandled && strcmp(t->rec.kind, kind) == 0) {
+					t->unhandled = false;
+					d->stats.unhandled--;
+					if (t->state == CL_HELD)
+						tw__cl_task_arm_alarm(c, t);
+				}
 	}
 	pthread_mutex_unlock(&d->lock);
 	if (rc != TW_OK)

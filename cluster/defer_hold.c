@@ -59,7 +59,10 @@ static uint64_t mono_due_of(int64_t wall_ms)
 	 * later, never before the wall-clock time. */
 	int64_t wall = tw__cl_wall_ns();
 	int64_t mono = tw__cl_mono_ns();
-	int64_t ahead = wall_ms * 1000000 - wall;
+	/* Dues are at most 2^40 ms ahead (tw_cluster_defer's bound): this cannot overflow for
+	 * them; a due written into etcd by other means is held at that bound. */
+	int64_t limit = wall / 1000000 + ((int64_t)1 << 40);
+	int64_t ahead = (wall_ms < limit ? wall_ms : limit) * 1000000 - wall;
 	return (uint64_t)(mono + (ahead > 0 ? ahead : 0));
 }
 
@@ -110,6 +113,10 @@ struct cl_task *tw__cl_task_hold(struct tw_cluster *c, const char *key, unsigned
 	t->hnext = d->buckets[b];
 	d->buckets[b] = t;
 	d->count++;
+	if (!tw__cl_kind_find(d, t->rec.kind)) { /* counted from now, not from its alarm */
+		t->unhandled = true;
+		d->stats.unhandled++;
+	}
 	return t;
 }
 

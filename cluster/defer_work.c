@@ -22,8 +22,8 @@
 #define LINGER_MS 20
 
 struct keys {
-	char task[CL_KEY_MAX], claim[CL_KEY_MAX], dead[CL_KEY_MAX];
-	int task_len, claim_len, dead_len;
+	char task[CL_KEY_MAX], claim[CL_KEY_MAX], dead[CL_KEY_MAX], done[CL_KEY_MAX];
+	int task_len, claim_len, dead_len, done_len;
 	uint8_t *record; /* a put's value */
 	size_t record_len;
 };
@@ -39,7 +39,7 @@ static enum outcome outcome_of(const struct cl_task *t)
 
 /* The operations that write t's result: 2 or 3, into ops; keys and values in k. */
 static size_t result_ops(struct tw_cluster *c, struct cl_task *t, struct keys *k, etcd_op *ops,
-			 int64_t now)
+			 int64_t now, int64_t tomb)
 {
 	enum outcome o = outcome_of(t);
 	k->task_len = tw__cl_task_key(c, k->task, 't', t->group, t->key);
@@ -77,6 +77,13 @@ static size_t result_ops(struct tw_cluster *c, struct cl_task *t, struct keys *k
 				      .key_len = (size_t)k->dead_len,
 				      .value = k->record,
 				      .value_len = k->record_len };
+	if (o == DONE_OK && tomb) {
+		k->done_len = tw__cl_key(c, k->done, "defer/done/%s", t->key);
+		ops[n++] = (etcd_op){ .kind = ETCD_OP_PUT,
+				      .key = k->done,
+				      .key_len = (size_t)k->done_len,
+				      .lease = tomb };
+	}
 	return n;
 }
 
@@ -114,9 +121,29 @@ static void written(struct tw_cluster *c, struct cl_task *t, const struct keys *
 
 /* Writes the results of ts[0..n) in one transaction: 1 written, 0 refused (a claim is no
  * longer ours), < 0 a code. */
+/* The lease for tombstones: granted anew every tenth of CL_TOMBSTONE_S with a TTL a tenth
+ * longer, so each tombstone lives CL_TOMBSTONE_S to 1.1 times that, whatever becomes of this
+ * replica. 0 when etcd did not grant one (the results are written without tombstones). */
+static int64_t tomb_lease(struct tw_cluster *c)
+{
+	struct cl_defer *d = c->defer;
+	int64_t now = tw__cl_wall_ms();
+	if (d->tomb_lease && now - d->tomb_granted_ms < CL_TOMBSTONE_S * 100)
+		return d->tomb_lease;
+	int64_t id = 0, ttl = 0;
+	etcd_status st = { 0 };
+	int rc = tw__cl_note(
+		c, tw__etcd_lease_grant(d->work_client, CL_TOMBSTONE_S * 11 / 10, &id, &ttl, &st),
+		&st);
+	d->tomb_lease = rc == TW_OK ? id : 0;
+	d->tomb_granted_ms = now;
+	return d->tomb_lease;
+}
+
 static int write_results(struct tw_cluster *c, struct cl_task **ts, size_t n)
 {
 	struct cl_defer *d = c->defer;
+	int64_t tomb = tomb_lease(c);
 	struct keys *k = calloc(n, sizeof *k);
 	etcd_compare *cmp = calloc(n, sizeof *cmp);
 	etcd_op *ops = calloc(3 * n, sizeof *ops);
@@ -127,7 +154,7 @@ static int write_results(struct tw_cluster *c, struct cl_task **ts, size_t n)
 		goto out;
 	pthread_mutex_lock(&d->lock);
 	for (size_t i = 0; i < n; i++) {
-		size_t m = result_ops(c, ts[i], &k[i], ops + nops, now);
+		size_t m = result_ops(c, ts[i], &k[i], ops + nops, now, tomb);
 		nops += m;
 		cmp[i] = (etcd_compare){ .target = ETCD_CMP_MOD,
 					 .result = ETCD_CMP_EQUAL,
@@ -144,6 +171,8 @@ static int write_results(struct tw_cluster *c, struct cl_task **ts, size_t n)
 	etcd_status st = { 0 };
 	rc = tw__cl_note(c, tw__etcd_txn(d->work_client, cmp, n, ops, nops, NULL, 0, &res, &st),
 			 &st);
+	if (rc != TW_OK && st.kind == ETCD_ENOLEASE)
+		d->tomb_lease = 0; /* the next try takes a new one */
 	if (rc == TW_OK) {
 		rc = res.succeeded ? 1 : 0;
 		pthread_mutex_lock(&d->lock);
@@ -286,25 +315,45 @@ static void give_back_claims(struct tw_cluster *c)
 		return;
 	struct keys *k = calloc(n, sizeof *k);
 	etcd_compare *cmp = calloc(n, sizeof *cmp);
-	etcd_op *ops = calloc(n, sizeof *ops);
+	etcd_op *ops = calloc(2 * n, sizeof *ops);
 	int rc = -TW_ENOMEM;
 	if (k && cmp && ops) {
-		for (size_t i = 0; i < n; i++) {
-			k[i].claim_len =
-				tw__cl_task_key(c, k[i].claim, 'c', batch[i]->group, batch[i]->key);
+		rc = TW_OK;
+		pthread_mutex_lock(&d->lock);
+		for (size_t i = 0; i < n && rc == TW_OK; i++) {
+			struct cl_task *t = batch[i];
+			/* The task goes back with the attempts before this claim's counted as
+			 * ended, so that the taker's claim has this one's number: a reclaim's
+			 * attempt (a lost owner's run perhaps behind it) is not forgotten. */
+			struct cl_record rec = t->rec;
+			rec.attempts = t->attempt ? t->attempt - 1 : 0;
+			rec.payload = t->payload;
+			rec.payload_len = t->payload_len;
+			rc = tw__cl_record_encode(&rec, &k[i].record, &k[i].record_len);
+			k[i].task_len = tw__cl_task_key(c, k[i].task, 't', t->group, t->key);
+			k[i].claim_len = tw__cl_task_key(c, k[i].claim, 'c', t->group, t->key);
 			cmp[i] = (etcd_compare){ .target = ETCD_CMP_MOD,
 						 .result = ETCD_CMP_EQUAL,
 						 .key = k[i].claim,
 						 .key_len = (size_t)k[i].claim_len,
-						 .number = batch[i]->claim_rev };
-			ops[i] = (etcd_op){ .kind = ETCD_OP_DELETE,
-					    .key = k[i].claim,
-					    .key_len = (size_t)k[i].claim_len };
+						 .number = t->claim_rev };
+			ops[2 * i] = (etcd_op){ .kind = ETCD_OP_PUT,
+						.key = k[i].task,
+						.key_len = (size_t)k[i].task_len,
+						.value = k[i].record,
+						.value_len = k[i].record_len };
+			ops[2 * i + 1] = (etcd_op){ .kind = ETCD_OP_DELETE,
+						    .key = k[i].claim,
+						    .key_len = (size_t)k[i].claim_len };
 		}
+		pthread_mutex_unlock(&d->lock);
 		etcd_txn_result res = { 0 };
 		etcd_status st = { 0 };
-		rc = tw__cl_note(
-			c, tw__etcd_txn(d->work_client, cmp, n, ops, n, NULL, 0, &res, &st), &st);
+		if (rc == TW_OK)
+			rc = tw__cl_note(c,
+					 tw__etcd_txn(d->work_client, cmp, n, ops, 2 * n, NULL, 0,
+						      &res, &st),
+					 &st);
 		tw__etcd_txn_result_free(&res);
 	}
 	/* Given back, refused (one was not ours any more: the taker has it), or etcd out of
@@ -318,6 +367,8 @@ static void give_back_claims(struct tw_cluster *c)
 	}
 	pthread_mutex_unlock(&d->lock);
 	(void)rc;
+	for (size_t i = 0; k && i < n; i++)
+		free(k[i].record);
 	free(k);
 	free(cmp);
 	free(ops);
