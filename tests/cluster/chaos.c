@@ -194,6 +194,49 @@ static void add_fault(const char *what, int replica, int64_t at, int64_t window_
 	       replica >= 0 ? " r" : " etcd m", replica >= 0 ? replica : -replica - 1);
 }
 
+/* What the replicas' logs add to the faults' windows: a graceful restart lasts until the
+ * replica defined its jobs again (the groups it took before missed theirs) and the groups it
+ * takes back from the others were handed over (2.5 s, as the restart's own), and a replica's
+ * self-fence (its lease not confirmed in time: etcd too slow) is a window of its own, as the
+ * library promises to run nothing then. */
+static void windows_from_logs(void)
+{
+	int nbefore = nfaults;
+	for (int r = 0; r < CHAOS_REPLICAS; r++) {
+		char path[320], line[512];
+		snprintf(path, sizeof path, "%s/r%d.log.defer", dir, r);
+		FILE *f = fopen(path, "r");
+		int64_t fenced_at = 0;
+		while (f && fgets(line, sizeof line, f)) {
+			long long ns;
+			int level, off = 0;
+			if (sscanf(line, "L %lld %d %n", &ns, &level, &off) != 2 || !off)
+				continue;
+			int64_t t = ns / 1000000;
+			const char *msg = line + off;
+			if (strstr(msg, "chaos: jobs added")) {
+				for (int i = 0; i < nbefore; i++)
+					if (faults[i].replica == r &&
+					    strcmp(faults[i].what, "graceful restart") == 0 &&
+					    faults[i].at_ms <= t &&
+					    faults[i].window_end_ms < t + 2500 &&
+					    t - faults[i].at_ms < 30000)
+						faults[i].window_end_ms = t + 2500;
+			} else if (strstr(msg, ": fenced, no cluster run")) {
+				fenced_at = t;
+			} else if (strstr(msg, "running again") && fenced_at) {
+				add_fault("self-fence (etcd slow)", r, fenced_at,
+					  t - fenced_at + 1000, false);
+				fenced_at = 0;
+			}
+		}
+		if (fenced_at)
+			add_fault("self-fence (etcd slow)", r, fenced_at, 60000, false);
+		if (f)
+			fclose(f);
+	}
+}
+
 /* The kinds of fault, in the order of TW_CHAOS_KINDS's letters: k (kill -9 a replica), p
  * (SIGSTOP a replica past its TTL), l (kill -9 the etcd leader), s (SIGSTOP an etcd member for
  * a while), g (a graceful restart). */
@@ -524,6 +567,7 @@ int main(int argc, char **argv)
 	atomic_store(&resource.stop, true);
 	pthread_join(resource.thread, NULL);
 	etcd_harness_stop(h);
+	windows_from_logs();
 	struct run *runs = malloc(MAX_RUNS * sizeof *runs);
 	size_t n = runs ? read_runs(runs) : 0;
 	check(runs, n, from, to);
