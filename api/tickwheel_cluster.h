@@ -524,8 +524,9 @@ static inline int tw_cluster_defer_many(tw_cluster *c, const tw_cluster_defer_sp
  *
  * Return: TW_OK; -TW_EINVAL for NULL or a bad key; -TW_ENOTFOUND when no live task has the
  * key (never deferred, cancelled, done, or dead-lettered); -TW_ESTATE when the task is
- * claimed (it is about to run, runs, or waits to be put back after a failure): it was not
- * cancelled; -TW_CLUSTER_EUNAVAILABLE (cancelled or not: call again), -TW_CLUSTER_EETCD;
+ * claimed (it is about to run, runs, or waits to be put back after a failure; a task is
+ * claimed cfg.claim_ahead_ms before its due at the earliest, or as soon as its owner learns
+ * of it when that is later): it was not cancelled; -TW_CLUSTER_EUNAVAILABLE (cancelled or not: call again), -TW_CLUSTER_EETCD;
  * -TW_ENOMEM; -TW_ESHUTDOWN. Any thread, a handler too. Blocks for one round trip.
  */
 TW_API int tw_cluster_defer_cancel(tw_cluster *c, const char *key);
