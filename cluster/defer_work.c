@@ -128,7 +128,7 @@ static int64_t tomb_lease(struct tw_cluster *c)
 {
 	struct cl_defer *d = c->defer;
 	int64_t now = tw__cl_wall_ms();
-	if (d->tomb_lease && now - d->tomb_granted_ms < CL_TOMBSTONE_S * 100)
+	if (d->tomb_lease && now - d->tomb_granted_ms < (int64_t)CL_TOMBSTONE_S * 100)
 		return d->tomb_lease;
 	int64_t id = 0, ttl = 0;
 	etcd_status st = { 0 };
