@@ -487,14 +487,15 @@ TW_API int tw_cluster_defer_many_sized(tw_cluster *c, const tw_cluster_defer_spe
  * second task. A key stays taken for 60 to 66 s after its task's handler succeeded (a
  * tombstone in etcd, under a lease of its own): a request that etcd applies late (a member
  * that held it past the timeout, while the task ran and was deleted) finds the tombstone and
- * makes no second task; a defer of that key meanwhile answers -TW_EEXIST. A cancelled key is
- * free at once, and so is a key that is only in the dead letters.
+ * makes no second task; a defer of that key meanwhile answers -TW_EEXIST. A cancel leaves the
+ * same tombstone (a late copy of the defer would bring back what was cancelled). A key that is
+ * only in the dead letters is free.
  *
  * Return: TW_OK; -TW_EINVAL for NULL arguments, a kind or key outside its limits, a payload
  * over TW_CLUSTER_PAYLOAD_MAX (or NULL with a length), a due_ms below 0, max_attempts over
  * TW_CLUSTER_ATTEMPTS_MAX; -TW_ERANGE for a due or delay more than 2^40 ms ahead;
- * -TW_EEXIST when a live task (pending or claimed) has the key, or its task succeeded less
- * than a minute ago (above); -TW_CLUSTER_EUNAVAILABLE (the task may or may not be
+ * -TW_EEXIST when a live task (pending or claimed) has the key, or its task succeeded or
+ * was cancelled less than a minute ago (above); -TW_CLUSTER_EUNAVAILABLE (the task may or may not be
  * stored: call again), -TW_CLUSTER_EETCD; -TW_ENOMEM; -TW_ESHUTDOWN after tw_cluster_leave
  * began. Any thread, a callback or handler too. Blocks for one round trip to etcd.
  */

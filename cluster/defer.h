@@ -7,7 +7,7 @@
  *                                             followed by the payload's bytes
  *   P/defer/c/<group %04u>/<key>  its claim: "<attempt> <member> <token>"; present from the
  *                                             owner's claim to the write after its handler
- *   P/defer/done/<key>            a tombstone, for CL_TOMBSTONE_S after a success
+ *   P/defer/done/<key>            a tombstone, for CL_TOMBSTONE_S after a success or cancel
  *   P/dead/<key>                  a dead letter: the task's header with " <last_code>"
  *                                             before its newline, then the payload
  * <attempts> counts the attempts that ended; a claim's <attempt> is the one it starts. One
@@ -137,6 +137,7 @@ struct cl_defer {
 	atomic_bool stop, draining;
 	/* The lease tombstones are put under (the worker's; a new one every few seconds, never
 	 * renewed, so a tombstone outlives its owner); 0: none. */
+	pthread_mutex_t tomb_lock;
 	int64_t tomb_lease, tomb_granted_ms;
 	/* Local tasks not yet released by the engine (leave waits for 0). */
 	pthread_mutex_t release_lock;
@@ -190,6 +191,10 @@ int tw__cl_defer_start(struct tw_cluster *c);
  * the claims not yet run, stops the threads and removes the local tasks. */
 void tw__cl_defer_drain(struct tw_cluster *c);
 void tw__cl_defer_free(struct tw_cluster *c);
+/* The lease tombstones go under (a success's, a cancel's); 0 when etcd granted none (the
+ * write then goes without its tombstone). Any thread; a round trip now and then. */
+int64_t tw__cl_tomb_lease(struct tw_cluster *c, etcd_client *client);
+void tw__cl_tomb_lease_lost(struct tw_cluster *c);
 etcd_client *tw__cl_pool_get(struct tw_cluster *c);
 void tw__cl_pool_put(struct tw_cluster *c, etcd_client *client);
 /* The worker's hooks: ownership changed; whether a group holds claimed tasks. */

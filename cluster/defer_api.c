@@ -242,14 +242,28 @@ TW_CLUSTER_API int tw_cluster_defer_cancel(tw_cluster *c, const char *key)
 		  .key = ckey,
 		  .key_len = strlen(ckey) },
 	};
-	etcd_op del = { .kind = ETCD_OP_DELETE, .key = tkey, .key_len = strlen(tkey) };
-	etcd_op read = { .kind = ETCD_OP_RANGE, .key = tkey, .key_len = strlen(tkey), .limit = 1 };
+	char done[CL_KEY_MAX];
+	int dlen = tw__cl_key(c, done, "defer/done/%s", key);
 	etcd_client *client = tw__cl_pool_get(c);
-	if (!client)
-		return -TW_ENOMEM;
+	if (!client || dlen < 0) {
+		if (client)
+			tw__cl_pool_put(c, client);
+		return client ? -TW_EINVAL : -TW_ENOMEM;
+	}
+	/* The tombstone: a late copy of the task's defer (its answer lost, etcd applying it
+	 * after this cancel) would make the task again, and run what was cancelled. */
+	int64_t tomb = tw__cl_tomb_lease(c, client);
+	etcd_op ops[2] = {
+		{ .kind = ETCD_OP_DELETE, .key = tkey, .key_len = strlen(tkey) },
+		{ .kind = ETCD_OP_PUT, .key = done, .key_len = (size_t)dlen, .lease = tomb },
+	};
+	etcd_op read = { .kind = ETCD_OP_RANGE, .key = tkey, .key_len = strlen(tkey), .limit = 1 };
 	etcd_txn_result res = { 0 };
 	etcd_status st = { 0 };
-	rc = tw__cl_note(c, tw__etcd_txn(client, cmp, 2, &del, 1, &read, 1, &res, &st), &st);
+	rc = tw__cl_note(c, tw__etcd_txn(client, cmp, 2, ops, tomb ? 2 : 1, &read, 1, &res, &st),
+			 &st);
+	if (rc != TW_OK && st.kind == ETCD_ENOLEASE)
+		tw__cl_tomb_lease_lost(c);
 	tw__cl_pool_put(c, client);
 	if (rc == TW_OK && !res.succeeded)
 		rc = res.count == 1 && res.results[0].range.count ? -TW_ESTATE : -TW_ENOTFOUND;

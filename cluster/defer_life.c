@@ -58,6 +58,8 @@ int tw__cl_defer_init(struct tw_cluster *c)
 		rc = pthread_mutex_init(&d->release_lock, NULL);
 	if (rc == 0)
 		rc = pthread_mutex_init(&d->pool_lock, NULL);
+	if (rc == 0)
+		rc = pthread_mutex_init(&d->tomb_lock, NULL);
 	if (rc != 0)
 		return -TW_ENOMEM;
 	if ((rc = client(c, &d->load_client)) != TW_OK ||
@@ -173,6 +175,7 @@ void tw__cl_defer_free(struct tw_cluster *c)
 	pthread_mutex_destroy(&d->lock);
 	pthread_mutex_destroy(&d->release_lock);
 	pthread_mutex_destroy(&d->pool_lock);
+	pthread_mutex_destroy(&d->tomb_lock);
 	pthread_cond_destroy(&d->work);
 	pthread_cond_destroy(&d->progress);
 	pthread_cond_destroy(&d->released);
@@ -228,4 +231,32 @@ void tw__cl_defer_retry_refused(struct tw_cluster *c)
 			d->loaded_token[g] = 0; /* read whole again; held tasks are kept */
 		}
 	atomic_store(&d->reload, true);
+}
+
+/* Granted anew every tenth of CL_TOMBSTONE_S with a TTL a tenth longer, so each tombstone
+ * lives CL_TOMBSTONE_S to 1.1 times that, whatever becomes of this replica. */
+int64_t tw__cl_tomb_lease(struct tw_cluster *c, etcd_client *client)
+{
+	struct cl_defer *d = c->defer;
+	int64_t now = tw__cl_wall_ms();
+	pthread_mutex_lock(&d->tomb_lock);
+	if (!d->tomb_lease || now - d->tomb_granted_ms >= (int64_t)CL_TOMBSTONE_S * 100) {
+		int64_t id = 0, ttl = 0;
+		etcd_status st = { 0 };
+		int rc = tw__cl_note(
+			c, tw__etcd_lease_grant(client, CL_TOMBSTONE_S * 11 / 10, &id, &ttl, &st),
+			&st);
+		d->tomb_lease = rc == TW_OK ? id : 0;
+		d->tomb_granted_ms = now;
+	}
+	int64_t lease = d->tomb_lease;
+	pthread_mutex_unlock(&d->tomb_lock);
+	return lease;
+}
+
+void tw__cl_tomb_lease_lost(struct tw_cluster *c)
+{
+	pthread_mutex_lock(&c->defer->tomb_lock);
+	c->defer->tomb_lease = 0;
+	pthread_mutex_unlock(&c->defer->tomb_lock);
 }

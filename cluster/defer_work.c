@@ -121,29 +121,10 @@ static void written(struct tw_cluster *c, struct cl_task *t, const struct keys *
 
 /* Writes the results of ts[0..n) in one transaction: 1 written, 0 refused (a claim is no
  * longer ours), < 0 a code. */
-/* The lease for tombstones: granted anew every tenth of CL_TOMBSTONE_S with a TTL a tenth
- * longer, so each tombstone lives CL_TOMBSTONE_S to 1.1 times that, whatever becomes of this
- * replica. 0 when etcd did not grant one (the results are written without tombstones). */
-static int64_t tomb_lease(struct tw_cluster *c)
-{
-	struct cl_defer *d = c->defer;
-	int64_t now = tw__cl_wall_ms();
-	if (d->tomb_lease && now - d->tomb_granted_ms < (int64_t)CL_TOMBSTONE_S * 100)
-		return d->tomb_lease;
-	int64_t id = 0, ttl = 0;
-	etcd_status st = { 0 };
-	int rc = tw__cl_note(
-		c, tw__etcd_lease_grant(d->work_client, CL_TOMBSTONE_S * 11 / 10, &id, &ttl, &st),
-		&st);
-	d->tomb_lease = rc == TW_OK ? id : 0;
-	d->tomb_granted_ms = now;
-	return d->tomb_lease;
-}
-
 static int write_results(struct tw_cluster *c, struct cl_task **ts, size_t n)
 {
 	struct cl_defer *d = c->defer;
-	int64_t tomb = tomb_lease(c);
+	int64_t tomb = tw__cl_tomb_lease(c, d->work_client);
 	struct keys *k = calloc(n, sizeof *k);
 	etcd_compare *cmp = calloc(n, sizeof *cmp);
 	etcd_op *ops = calloc(3 * n, sizeof *ops);
@@ -172,7 +153,7 @@ static int write_results(struct tw_cluster *c, struct cl_task **ts, size_t n)
 	rc = tw__cl_note(c, tw__etcd_txn(d->work_client, cmp, n, ops, nops, NULL, 0, &res, &st),
 			 &st);
 	if (rc != TW_OK && st.kind == ETCD_ENOLEASE)
-		d->tomb_lease = 0; /* the next try takes a new one */
+		tw__cl_tomb_lease_lost(c); /* the next try takes a new one */
 	if (rc == TW_OK) {
 		rc = res.succeeded ? 1 : 0;
 		pthread_mutex_lock(&d->lock);

@@ -74,7 +74,9 @@ static const char *lost_owner(int r, unsigned group, int64_t from_ns, int64_t to
 {
 	for (int f = 0; f < ck.nfaults; f++)
 		if (ck.faults[f].owner_lost && ck.faults[f].replica == r &&
-		    ck.faults[f].at_ms * 1000000 >= from_ns - 1000000 &&
+		    /* The driver reads its clock before the signal lands: a run may start
+		     * in between. */
+		    ck.faults[f].at_ms * 1000000 >= from_ns - 100000000 &&
 		    ck.faults[f].at_ms * 1000000 <= to_ns)
 			return ck.faults[f].what;
 	for (size_t i = 0; i < lg.nnotes; i++)
