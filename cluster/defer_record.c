@@ -9,30 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "defer.h"
+#include "cluster.h"
 
+/* Kinds have the member names' alphabet: [A-Za-z0-9._:-]. */
 bool tw__cl_kind_ok(const char *kind)
 {
-	size_t n = 0;
-	if (!kind)
-		return false;
-	for (; kind[n]; n++) {
-		char ch = kind[n];
-		bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-			  (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == ':' ||
-			  ch == '-';
-		if (!ok || n >= TW_CLUSTER_KIND_MAX)
-			return false;
-	}
-	return n > 0;
-}
-
-/* A member's name has the kinds' alphabet and length. */
-_Static_assert(TW_CLUSTER_MEMBER_MAX == TW_CLUSTER_KIND_MAX,
-	       "a member's name is checked as a kind");
-static bool member_ok(const char *name)
-{
-	return tw__cl_kind_ok(name);
+	return tw__cl_member_name_ok(kind, TW_CLUSTER_KIND_MAX);
 }
 
 bool tw__cl_task_key_ok(const char *key)
@@ -144,8 +126,8 @@ int tw__cl_claim_decode(const uint8_t *value, size_t len, struct cl_claim_value 
 		return -1;
 	memcpy(text, value, len);
 	text[len] = '\0';
-	if (fields(text, f, 4) != 3 || !unsigned_of(f[0], &v->attempt) || !member_ok(f[1]) ||
-	    f[2][0] == '-')
+	if (fields(text, f, 4) != 3 || !unsigned_of(f[0], &v->attempt) ||
+	    !tw__cl_member_name_ok(f[1], TW_CLUSTER_MEMBER_MAX) || f[2][0] == '-')
 		return -1;
 	errno = 0;
 	unsigned long long token = strtoull(f[2], &end, 10);
