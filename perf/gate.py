@@ -10,7 +10,7 @@ can be compared too, with wide tolerances, and are only reported unless
   perf/gate.py measure [--tw-perf PATH] [--tasks N] [--repeat N] [--json OUT] [--keep DIR]
       runs `tw-perf icount` under callgrind (three times: each figure is the
       median) and writes instructions per operation as a report-format JSON
-      (tools/report.h)
+      (measure/report.h)
   perf/gate.py compare RUN.json BASELINE.json [--gate-timings] [--tolerance NAME=F ...]
       compares any two report-format JSONs; exit 1 naming each gated figure
       that got worse and each baseline figure missing from the run

@@ -8,7 +8,7 @@
  * deferred tasks' owners, and fire on the same wheels. Lateness is start minus due, on the
  * wall clock (against due_ms) and on the monotonic clock (against the run's due_ns; for a
  * deferred task also the library's start_lateness_ns). Before that, the machine's floor: a
- * thread alone on a 1 ms timerfd grid (tools/wake_floor). After it, tasks deferred with due
+ * thread alone on a 1 ms timerfd grid (measure/wake_floor). After it, tasks deferred with due
  * now: the time from tw_cluster_defer's return to its handler's start.
  */
 #include <pthread.h>

@@ -9,7 +9,7 @@
  *                    [--coarse-clock] [--reset-many] [--reserve] [--json FILE] [--plot DIR]
  *   tw-perf -h | --help | --version
  *
- * The command line is checked before the scenario starts (tools/cli.h): a bad
+ * The command line is checked before the scenario starts (measure/cli.h): a bad
  * value, an unknown option or scenario, a --json file or --plot directory that
  * cannot be written is one line on stderr and exit status 2.
  *

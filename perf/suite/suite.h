@@ -3,9 +3,9 @@
  * with a subcommand per scenario (heartbeats, sessions, churn, burst,
  * oneshots-busy, blocker, queued-behind, idle, stall, ops, dispatch, list,
  * lumps, reap, callgrind-op, icount, cron, snapshot). Each scenario fills a report
- * (tools/report.h), which main() prints as a table and, with --json FILE,
+ * (measure/report.h), which main() prints as a table and, with --json FILE,
  * writes with the machine's facts; with --plot DIR it also draws its
- * pictures there (tools/plot.h).
+ * pictures there (measure/plot.h).
  */
 #ifndef TICKWHEEL_PERF_SUITE_H
 #define TICKWHEEL_PERF_SUITE_H

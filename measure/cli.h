@@ -11,8 +11,8 @@
  * permutes argv (which the reports record), and what it answers on a bad
  * option does not always say which argument was bad.
  */
-#ifndef TICKWHEEL_TOOLS_CLI_H
-#define TICKWHEEL_TOOLS_CLI_H
+#ifndef TICKWHEEL_MEASURE_CLI_H
+#define TICKWHEEL_MEASURE_CLI_H
 
 #include <stdbool.h>
 #include <stdint.h>

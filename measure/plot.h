@@ -3,8 +3,8 @@
  * gnuplot script with the data inline to `gnuplot` through a pipe, which
  * renders a PNG. No temporary files.
  */
-#ifndef TICKWHEEL_TOOLS_PLOT_H
-#define TICKWHEEL_TOOLS_PLOT_H
+#ifndef TICKWHEEL_MEASURE_PLOT_H
+#define TICKWHEEL_MEASURE_PLOT_H
 
 #include "measure.h"
 

@@ -2,8 +2,8 @@
  * report_internal.h - the report's data, shared by report.c (collecting
  * figures), report_table.c (the table) and report_json.c (the JSON).
  */
-#ifndef TICKWHEEL_TOOLS_REPORT_INTERNAL_H
-#define TICKWHEEL_TOOLS_REPORT_INTERNAL_H
+#ifndef TICKWHEEL_MEASURE_REPORT_INTERNAL_H
+#define TICKWHEEL_MEASURE_REPORT_INTERNAL_H
 
 #include "report.h"
 

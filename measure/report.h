@@ -18,8 +18,8 @@
  *     "series": [ { "impl": "tickwheel", "name": "lateness_cdf", "x": [...], "y": [...] } ],
  *     "notes": [ "libuv re-arms repeats from now: it drifts by design", ... ] }
  */
-#ifndef TICKWHEEL_TOOLS_REPORT_H
-#define TICKWHEEL_TOOLS_REPORT_H
+#ifndef TICKWHEEL_MEASURE_REPORT_H
+#define TICKWHEEL_MEASURE_REPORT_H
 
 #include <stdbool.h>
 #include <stddef.h>

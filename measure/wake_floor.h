@@ -5,8 +5,8 @@
  * engine can fire more precisely than the kernel wakes it, so the tools show
  * this floor next to their own figures: a run on a noisy machine says so.
  */
-#ifndef TICKWHEEL_TOOLS_WAKE_FLOOR_H
-#define TICKWHEEL_TOOLS_WAKE_FLOOR_H
+#ifndef TICKWHEEL_MEASURE_WAKE_FLOOR_H
+#define TICKWHEEL_MEASURE_WAKE_FLOOR_H
 
 #include <stddef.h>
 #include <stdint.h>

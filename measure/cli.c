@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #ifndef TW_TOOLS_VERSION
-#error "TW_TOOLS_VERSION (meson's project version) is set in tools/meson.build"
+#error "TW_TOOLS_VERSION (meson's project version) is set in measure/meson.build"
 #endif
 
 void cli_init(struct cli *c, const char *prog, void (*usage)(FILE *out),

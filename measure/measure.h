@@ -5,8 +5,8 @@
  * (its runs never overlap and the engine orders them), but the deviation
  * histogram tasks may share does.
  */
-#ifndef TICKWHEEL_TOOLS_MEASURE_H
-#define TICKWHEEL_TOOLS_MEASURE_H
+#ifndef TICKWHEEL_MEASURE_MEASURE_H
+#define TICKWHEEL_MEASURE_MEASURE_H
 
 #include <stdatomic.h>
 #include <stddef.h>
