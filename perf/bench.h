@@ -1,6 +1,6 @@
 /*
- * bench.h - what the wheel benchmark shares between its files: the interface
- * every timer implementation under test provides, the random workload, and
+ * bench.h - what the wheel benchmark shares between its files: the random
+ * workload (the libraries under test are peer.h's timer_impl), and
  * small helpers (random numbers, statistics, memory in use; the clock is
  * measure.h's).
  */
@@ -8,6 +8,7 @@
 #define TICKWHEEL_PERF_BENCH_H
 
 #include "measure.h" /* the clock: monotonic_now_ns(), monotonic_sleep_until() */
+#include "peer.h"    /* struct timer_impl, the libraries under test */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -18,57 +19,6 @@ enum {
 	BENCH_SHORT_MAX_DELAY_MS = 1000,     /* real-clock expiry: 1 .. 1000 ms */
 	BENCH_RESET_DELAY_MS = 30 * 1000,    /* the session-timeout reset */
 };
-
-/*
- * One timer implementation under test. Each measured loop lives inside the
- * adapter, so the only per-operation overhead besides the library call is the
- * loop itself and one read of the order and delay arrays. Timer i is the i-th
- * handle of one array that the adapter allocates in create(); order[] says
- * in which (random) sequence they are touched. Delays are relative to the
- * implementation's own current time.
- */
-struct timer_impl {
-	const char *name;
-	const char *(*version)(void);
-	/* true: a real-clock event loop, whose expiry can only be measured on
-	 * timers due within about a second (see expiry_arm) */
-	bool real_clock;
-	size_t handle_size;
-	/* An empty timer set with n handles, all initialised; NULL on failure. */
-	void *(*create)(size_t n);
-	void (*destroy)(void *set);
-	/* Arms timer order[i], which is not armed, delay_ms[i] from now. */
-	void (*add)(void *set, const uint32_t *order, const uint32_t *delay_ms, size_t n);
-	/* Disarms timer order[i], which is armed. */
-	void (*cancel)(void *set, const uint32_t *order, size_t n);
-	/* Moves armed timer order[i] to delay_ms[i] from now. */
-	void (*reschedule)(void *set, const uint32_t *order, const uint32_t *delay_ms, size_t n);
-	/* Moves armed timer order[i] to delay_ms from now (same for all). */
-	void (*reset)(void *set, const uint32_t *order, size_t n, uint32_t delay_ms);
-	/* Untimed: refreshes the clock, arms every timer as add() does, and
-	 * returns once all of them are due (a real-clock loop sleeps until
-	 * max_delay_ms after the last one was armed; the wheel only records the
-	 * virtual tick to advance to). */
-	void (*expiry_arm)(void *set, const uint32_t *order, const uint32_t *delay_ms, size_t n,
-			   uint32_t max_delay_ms);
-	/* The measured part: hands out every armed timer; returns how many. */
-	size_t (*expire_all)(void *set);
-};
-
-extern const struct timer_impl wheel_impl;
-#ifdef HAVE_LIBUV
-extern const struct timer_impl libuv_impl;
-#endif
-#ifdef HAVE_LIBEVENT
-extern const struct timer_impl libevent_impl;
-#endif
-#ifdef HAVE_LIBEV
-extern const struct timer_impl libev_impl;
-#endif
-
-/* All implementations built in, the wheel first; NULL-terminated. */
-extern const struct timer_impl *const bench_impls[];
-const struct timer_impl *bench_find_impl(const char *name);
 
 /* The random inputs for one N: three independent permutations (so that no
  * operation touches entries in the order another one filed them) and random

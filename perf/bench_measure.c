@@ -11,28 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const struct timer_impl *const bench_impls[] = {
-	&wheel_impl,
-#ifdef HAVE_LIBUV
-	&libuv_impl,
-#endif
-#ifdef HAVE_LIBEVENT
-	&libevent_impl,
-#endif
-#ifdef HAVE_LIBEV
-	&libev_impl,
-#endif
-	NULL,
-};
-
-const struct timer_impl *bench_find_impl(const char *name)
-{
-	for (size_t i = 0; bench_impls[i] != NULL; i++)
-		if (strcmp(bench_impls[i]->name, name) == 0)
-			return bench_impls[i];
-	return NULL;
-}
-
 unsigned bench_default_reps(size_t n)
 {
 	if (n <= 1000)

@@ -19,7 +19,7 @@
  */
 #include "heartbeats.h"
 #include "loop_measure.h"
-#include "loops.h"
+#include "peer.h"
 #include "suite_util.h"
 
 #include <stdio.h>

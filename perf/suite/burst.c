@@ -20,8 +20,8 @@
  * (unless --executors says otherwise), so that all come due while it is busy.
  */
 #include "loop_measure.h"
-#include "loops.h"
 #include "measure.h"
+#include "peer.h"
 #include "plot.h"
 #include "suite.h"
 #include "suite_util.h"
@@ -162,7 +162,7 @@ static int run_one(const struct loop_impl *impl, const struct suite_options *opt
 		fprintf(stderr, "tw-perf: burst: out of memory for %zu timers\n", n);
 		return 2;
 	}
-	void *loop = impl->create(b->timers, on_fire, b, opt);
+	void *loop = impl->create(b->timers, on_fire, b, opt->executors);
 	if (!loop) {
 		burst_free(b);
 		return 2;

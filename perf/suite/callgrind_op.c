@@ -1,6 +1,6 @@
 /*
  * callgrind_op.c - `tw-perf callgrind-op --op OP --tasks N --impl IMPL`: sets
- * up N timers of the wheel or of a peer (bench.h's adapters, the ones `ops`
+ * up N timers of the wheel or of a peer (peer.h's timer_impl, the ones `ops`
  * times), then runs one kind of operation over all of them with callgrind
  * collecting only around that loop. Run it as
  *   valgrind --tool=callgrind --collect-atstart=no --instr-atstart=no \

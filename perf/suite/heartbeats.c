@@ -17,7 +17,7 @@
  */
 #include "heartbeats.h"
 #include "loop_measure.h"
-#include "loops.h"
+#include "peer.h"
 #include "suite_util.h"
 
 #include <math.h>
@@ -117,7 +117,7 @@ int heartbeats_run(const struct loop_impl *impl, const struct params *p, struct 
 		return 2;
 	}
 	b->extra = extra;
-	void *loop = impl->create(p->tasks + (extra != NULL), on_fire, b, p->opt);
+	void *loop = impl->create(p->tasks + (extra != NULL), on_fire, b, p->opt->executors);
 	if (!loop) {
 		beats_free(b);
 		return 2;

@@ -7,8 +7,8 @@
 #ifndef TICKWHEEL_PERF_SUITE_HEARTBEATS_H
 #define TICKWHEEL_PERF_SUITE_HEARTBEATS_H
 
-#include "loops.h"
 #include "measure.h"
+#include "peer.h"
 #include "report.h"
 #include "suite.h"
 #include "wake_floor.h"

@@ -2,11 +2,11 @@
  * idle.c - `tw-perf idle`: one 200 ms periodic timer for S seconds (default
  * 10), on tickwheel and then on each peer loop: how often the loop wakes up
  * (tickwheel: the wheel thread's wake-ups from tw_stats; a peer: its loop
- * iterations, see loops.h) and how much CPU the whole process takes.
+ * iterations, see peer.h) and how much CPU the whole process takes.
  */
 #include "loop_measure.h"
-#include "loops.h"
 #include "measure.h"
+#include "peer.h"
 #include "suite.h"
 
 #include <stdatomic.h>
@@ -26,7 +26,7 @@ static int run_one(const struct loop_impl *impl, const struct suite_options *opt
 		   struct report *r)
 {
 	_Atomic uint64_t runs = 0;
-	void *loop = impl->create(1, on_fire, (void *)&runs, opt);
+	void *loop = impl->create(1, on_fire, (void *)&runs, opt->executors);
 	if (!loop)
 		return 2;
 	uint64_t first = ceil_ms_ns(monotonic_now_ns()) + PERIOD_MS * NS_PER_MS;

@@ -13,11 +13,6 @@ size_t loops_wanted(const struct suite_options *opt, const struct loop_impl **ou
 	return n;
 }
 
-uint64_t ceil_ms_ns(uint64_t ns)
-{
-	return (ns + NS_PER_MS - 1) / NS_PER_MS * NS_PER_MS;
-}
-
 void lateness_sort(int64_t *ns, size_t n)
 {
 	sort_i64(ns, n);

@@ -1,6 +1,6 @@
 /*
  * loop_measure.h - what heartbeats, burst and idle share around the loops:
- * which loops to run, the 1 ms grid, and exact
+ * which loops to run and exact
  * lateness percentiles from recorded samples.
  *
  * Samples rather than the 1 us histogram of measure.h: a peer that drifts or
@@ -10,20 +10,17 @@
 #ifndef TICKWHEEL_PERF_LOOP_MEASURE_H
 #define TICKWHEEL_PERF_LOOP_MEASURE_H
 
-#include "loops.h"
 #include "measure.h"
+#include "peer.h"
 #include "plot.h"
 #include "report.h"
+#include "suite.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 /* tickwheel, then each peer wanted by opt; returns how many (at most 4). */
 size_t loops_wanted(const struct suite_options *opt, const struct loop_impl **out);
-
-/* ns rounded up to a whole ms of CLOCK_MONOTONIC, the grid every API here
- * can express a due on. */
-uint64_t ceil_ms_ns(uint64_t ns);
 
 /* Sorts the lateness samples (ns, signed: negative = before its due). */
 void lateness_sort(int64_t *ns, size_t n);

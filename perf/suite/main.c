@@ -17,7 +17,7 @@
  * some target was missed, 2 on a usage or set-up error.
  */
 #include "cli.h"
-#include "loops.h"
+#include "peer.h"
 #include "suite.h"
 #include "tickwheel.h"
 

@@ -1,13 +1,12 @@
 /*
- * loop_tickwheel.c - the loops.h timers on tickwheel's public API: one engine,
- * each timer a serial task whose callback reports its start; run_until()
- * only sleeps, since the engine fires on its own threads. The loop
- * "tickwheel-wheel-thread" is the same with TW_ON_WHEEL_THREAD tasks.
+ * tickwheel.c - tickwheel under test, the loop's half of peer.h, on the
+ * public API: one engine, each timer a serial task whose callback reports its
+ * start; run_until() only sleeps, since the engine fires on its own threads.
+ * The loop "tickwheel-wheel-thread" is the same with TW_ON_WHEEL_THREAD tasks.
+ * The benchmark's half is the wheel itself (wheel.c), below the engine.
  */
-#include "loop_measure.h"
-#include "loops.h"
-#include "measure.h"
 #include "tickwheel.h"
+#include "peer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,8 +34,8 @@ static int run_timer(const tw_fire *fire, void *arg)
 	return 0;
 }
 
-static void *tw_loop_create_with(size_t timers, loop_fire_fn fire, void *ctx,
-				 const struct suite_options *opt, unsigned flags)
+static void *tw_loop_create_with(size_t timers, loop_fire_fn fire, void *ctx, unsigned executors,
+				 unsigned flags)
 {
 	struct tw_loop *l = calloc(1, sizeof *l);
 	if (l)
@@ -48,7 +47,7 @@ static void *tw_loop_create_with(size_t timers, loop_fire_fn fire, void *ctx,
 	}
 	tw_config cfg;
 	tw_config_init(&cfg);
-	cfg.executors = opt->executors;
+	cfg.executors = executors;
 	int rc = tw_engine_create(&cfg, &l->engine);
 	if (rc) {
 		fprintf(stderr, "tw-perf: tickwheel: tw_engine_create: %s\n", tw_strerror(rc));
@@ -65,16 +64,15 @@ static void *tw_loop_create_with(size_t timers, loop_fire_fn fire, void *ctx,
 	return l;
 }
 
-static void *tw_loop_create(size_t timers, loop_fire_fn fire, void *ctx,
-			    const struct suite_options *opt)
+static void *tw_loop_create(size_t timers, loop_fire_fn fire, void *ctx, unsigned executors)
 {
-	return tw_loop_create_with(timers, fire, ctx, opt, 0);
+	return tw_loop_create_with(timers, fire, ctx, executors, 0);
 }
 
 static void *tw_loop_create_wheel_thread(size_t timers, loop_fire_fn fire, void *ctx,
-					 const struct suite_options *opt)
+					 unsigned executors)
 {
-	return tw_loop_create_with(timers, fire, ctx, opt, TW_ON_WHEEL_THREAD);
+	return tw_loop_create_with(timers, fire, ctx, executors, TW_ON_WHEEL_THREAD);
 }
 
 /* The delay from the engine's now (its 1 ms grid, rounded up) to the grid

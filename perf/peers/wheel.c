@@ -1,10 +1,11 @@
 /*
- * impl_wheel.c - the tickwheel timing wheel behind the benchmark's
- * timer_impl interface. Time is virtual: "now" is wheel_now(), and expiry
- * advances it to the latest due tick in one loop of wheel_expire() calls.
+ * wheel.c - the tickwheel timing wheel behind the benchmark's half of
+ * peer.h (timer_impl), on the wheel's internals rather than the engine's
+ * API. Time is virtual: "now" is wheel_now(), and expiry advances it to the
+ * latest due tick in one loop of wheel_expire() calls.
  */
-#include "bench.h"
 #include "wheel.h"
+#include "peer.h"
 
 #include <stdlib.h>
 
