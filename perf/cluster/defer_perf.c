@@ -2,7 +2,7 @@
  * perf/cluster/defer_perf.c - deferred tasks (tw_cluster_defer) measured against a 3-member
  * etcd on 127.0.0.1 (tests/cluster/etcd_harness, data in /dev/shm), replicas in this process.
  * One scenario per run; each prints its figures as "name = value" lines (perf/README.md,
- * "Deferred tasks"):
+ * "The cluster programs"; figures in perf/results/HISTORY.md, "Deferred tasks"):
  *
  *   defer_perf lateness   tasks deferred >= 2 s ahead beside local one-shots due at the same
  *                         instants in the same engines; tasks due now: defer's return to start
