@@ -10,8 +10,10 @@
  * - struct loop_impl, timers on a real-clock loop (heartbeats, burst, idle,
  *   blocker): how late a callback starts, how often the loop wakes up.
  *
- * A library whose batches cannot be driven from outside its loop leaves the
- * first half out of the table (bench_impls); every library has a loop.
+ * The halves stay apart because they measure different things: the batches
+ * the cost of a call, timed around a loop of calls with no callback of the
+ * benchmark's own; the loop what a program on the library sees, lateness and
+ * wake-ups.
  */
 #ifndef TICKWHEEL_PERF_PEER_H
 #define TICKWHEEL_PERF_PEER_H
