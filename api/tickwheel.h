@@ -915,17 +915,22 @@ static inline int tw_executor_stats(tw_engine *e, unsigned index, tw_executor_in
 	return tw_executor_stats_sized(e, index, out, sizeof *out);
 }
 
-/*
- * Writes the engine's metrics (see "Prometheus metrics") through write(ctx,
- * ...). opt may be NULL: the default prefix, no labels. The stats are read
- * once, as tw_stats reads them (O(executors), see there), then formatted
- * without any lock and without allocating (about 4 KiB of text; more with
- * long labels).
- * It takes no lock the engine's threads wait for. Returns
- * TW_OK; -TW_EINVAL for a NULL engine or writer, or bad options (nothing is
- * written then); -TW_EWRITE when write returned nonzero (the text is cut
- * there); -TW_EFORKED. Works after tw_engine_stop, like tw_stats; callable
- * from a callback.
+/**
+ * tw_metrics_write() - writes the engine's metrics (see "Prometheus metrics") through
+ * write(ctx, ...).
+ * @opt: may be NULL: the default prefix, no labels.
+ * @write: receives the text, in pieces (see tw_metrics_writer); required.
+ * @ctx: handed to @write.
+ *
+ * The stats are read once, as tw_stats reads them (O(executors), see there), then
+ * formatted without any lock and without allocating (about 4 KiB of text; more with
+ * long labels). It takes no lock the engine's threads wait for.
+ *
+ * Return: TW_OK; -TW_EINVAL for a NULL engine or writer, or bad options (nothing is
+ * written then); -TW_EWRITE when write returned nonzero (the text is cut there);
+ * -TW_EFORKED. Works after tw_engine_stop, like tw_stats; callable from a callback.
+ * Blocks only while @write blocks, on the calling thread. Cost O(executors) plus the
+ * text; with per_task, a walk of the task table per family (O(slots), as tw_list).
  */
 static inline int tw_metrics_write(tw_engine *e, const tw_metrics_options *opt,
 				   tw_metrics_writer write, void *ctx)
@@ -938,7 +943,12 @@ enum {
 	TW_LIST_ENDED = 1u << 0, /* visit the ended tasks still kept (retain_ms) too */
 };
 
-/*
+/**
+ * tw_list() - calls @visit for each task while the engine goes on.
+ * @flags: 0 or TW_LIST_ENDED.
+ * @visit: called once per task; required.
+ * @ctx: handed to @visit.
+ *
  * Visits the engine's tasks without stopping it: visit(id, info, ctx) is
  * called once per task, info being what tw_get would answer for it when it
  * was read (valid during that call only). Without flags the live tasks are
@@ -962,7 +972,7 @@ enum {
  * callback. After tw_engine_stop it still answers: every task is ended then,
  * and with TW_LIST_ENDED it visits their final states and counts.
  *
- * Returns 0 once every task was visited, or the first nonzero value visit
+ * Return: 0 once every task was visited, or the first nonzero value visit
  * returned: that stops the walk (return positive values to tell them from
  * the codes below). -TW_EINVAL for a NULL engine or visit, or unknown
  * flags; -TW_ENOMEM if an info_size above the library's tw_task_info found
@@ -977,14 +987,24 @@ static inline int tw_list(tw_engine *e, unsigned flags, tw_visit_fn visit, void 
 	return tw_list_sized(e, flags, visit, ctx, sizeof(tw_task_info));
 }
 
-/*
+/**
+ * tw_metrics_format() - the text of tw_metrics_write into a buffer.
+ * @opt: as tw_metrics_write's.
+ * @buf: receives the text; may be NULL when @cap is 0.
+ * @cap: @buf's size in bytes.
+ * @len: if not NULL, gets the text's length.
+ *
  * The same text into buf, NUL-terminated, as snprintf would: *len (len may
  * be NULL) gets the text's length without the NUL. When it does not fit in
  * cap bytes the call returns -TW_ENOSPACE, buf holds as much as fits (cut,
  * NUL-terminated, if cap > 0) and *len says how long the whole text is:
  * call again with cap > *len, with some room to spare since the counts
  * grow meanwhile. buf may be NULL when cap is 0, to learn the length.
- * Other codes as tw_metrics_write's.
+ *
+ * Return: TW_OK; -TW_ENOSPACE when the text does not fit (above); -TW_EINVAL
+ * for NULL @buf with @cap > 0. Other codes as tw_metrics_write's. Any thread,
+ * a callback too, also after tw_engine_stop; it waits for nothing and
+ * allocates nothing. Cost as tw_metrics_write's.
  */
 static inline int tw_metrics_format(tw_engine *e, const tw_metrics_options *opt, char *buf,
 				    size_t cap, size_t *len)
