@@ -483,7 +483,7 @@ enum {
  * cancel, on a one-shot's completion, at stop. It runs in the thread that
  * ended the task (the canceller, the stopper) or on an executor; on the
  * wheel thread only for a TW_ON_WHEEL_THREAD task whose last run there
- * ended it. A tw_add that fails never calls it.
+ * ended it.
  */
 
 /**
@@ -541,17 +541,13 @@ static inline int tw_add(tw_engine *e, const tw_task_spec *spec, tw_id *out)
  * tw_set_delay() - moves a task's next due to now + @delay_ms.
  *
  * TW_NEVER: no due until one is given. On a paused task the delay applies on
- * resume. On a one-shot whose firing was handed out it re-arms the task: it
- * runs again after that run (from its own callback too). The new due
+ * resume (see tw_resume). On a one-shot whose firing was handed out it re-arms
+ * the task: it runs again after that run (from its own callback too); re-armed
+ * to TW_NEVER, it then waits with no due instead of completing. The new due
  * (TW_NEVER too) replaces a firing that came due and waits for the task's
  * own run to return: that firing counts as overlap, in skipped_overlap and
- * the next run's tw_fire.skipped. A completed one-shot cannot be re-armed:
- * add it again.
- *
- * tw_set_delay on a one-shot whose firing was handed out re-arms it, to
- * TW_NEVER too (it then waits with no due instead of completing); a
- * one-shot given a period after its firing was handed out still
- * completes after that run, unless re-armed.
+ * the next run's tw_fire.skipped. A completed one-shot cannot be re-armed
+ * (see the state table at the top).
  *
  * Return: TW_OK; -TW_ENOTFOUND for an id the engine does not keep;
  * -TW_ESTATE for a completed or stopped task; -TW_ERANGE for a delay above
@@ -588,9 +584,7 @@ TW_API int tw_set_delay_many(tw_engine *e, const tw_id *ids, size_t n, uint64_t 
  * passed. The same states and rules as tw_set_delay's: on a paused task it
  * applies on resume (due then at @due_ns, or at once if it has passed);
  * it re-arms a one-shot whose firing was handed out; a periodic task's
- * later dues follow it by whole periods. tw_set_due on a paused task, as
- * tw_set_delay there, wins on resume: the task is then due at that time, or
- * at once if it has passed by then.
+ * later dues follow it by whole periods.
  *
  * Return: TW_OK; -TW_EINVAL for NULL @e or a @due_ns of 0 (no due at all is
  * tw_set_delay's TW_NEVER); -TW_ERANGE for a @due_ns more than
@@ -609,7 +603,9 @@ TW_API int tw_set_due(tw_engine *e, tw_id id, uint64_t due_ns);
  * already came due keeps what it was: a one-shot's firing that waits for the
  * task's run still completes the task after its run (unless tw_set_delay
  * re-arms it); a periodic firing that waits for the run (TW_RUN_LATE) is
- * skipped and counted as overlap when the period changes.
+ * skipped and counted as overlap when the period changes. A one-shot given a
+ * period after its firing was handed out still completes after that run,
+ * unless re-armed.
  *
  * Return: TW_OK; -TW_ENOTFOUND; -TW_ESTATE for a completed or stopped task,
  * or a calendar task; -TW_ERANGE above TW_MAX_DELAY_MS (TW_NEVER is not a
@@ -631,11 +627,10 @@ TW_API int tw_set_period(tw_engine *e, tw_id id, uint64_t period_ms);
 /**
  * tw_pause() - no new run of the task starts until tw_resume.
  *
- * A run already going finishes; a firing handed to an executor but not
- * started is dropped and counted as missed, as is a firing that waited for
- * the task's own run to return. A dropped firing keeps the task's place in
- * the executor's queue until the executor takes it out (even if the task is
- * resumed meanwhile): a periodic firing due before then is skipped as overload.
+ * What stops and what is dropped: "Pause and cancel" above. A dropped firing
+ * keeps the task's place in the executor's queue until the executor takes it
+ * out (even if the task is resumed meanwhile): a periodic firing due before
+ * then is skipped as overload.
  *
  * Return: TW_OK; -TW_ENOTFOUND; -TW_ESTATE unless waiting or running;
  * -TW_ESHUTDOWN. Any thread; takes the task's lock; O(1).
@@ -645,16 +640,14 @@ TW_API int tw_pause(tw_engine *e, tw_id id);
 /**
  * tw_resume() - a paused task waits again.
  *
- * Next due = now + period (a one-shot, or a task given a delay while paused:
- * + that delay; a calendar task: its first fire time after now); clears
- * consecutive_failures and paused_by_failures.
- *
  * tw_resume gives a periodic task now + period; a one-shot (also one made
  * by tw_set_period(0)) now + the last delay it was given by tw_add or
  * tw_set_delay (TW_NEVER: it waits with no due); a delay given while the
- * task was paused wins over both, one given before the pause does not.
- * A task stays filed at its due while paused, until that millisecond
+ * task was paused wins over both, one given before the pause does not (a
+ * time given by tw_set_due too). A calendar task: its first fire time after
+ * now. A task stays filed at its due while paused, until that millisecond
  * comes round: its due on resume is placed by the rules for a moved task.
+ * Clears consecutive_failures and paused_by_failures.
  *
  * Return: TW_OK; -TW_ENOTFOUND; -TW_ESTATE unless paused; -TW_ESHUTDOWN.
  * Any thread; takes the task's lock; O(1).
@@ -664,7 +657,7 @@ TW_API int tw_resume(tw_engine *e, tw_id id);
 /**
  * tw_cancel() - ends the task (TW_STOPPED).
  *
- * No new run starts once it returns; a run going on finishes. release(arg)
+ * What stops and what is dropped: "Pause and cancel" above. release(arg)
  * is called exactly once: by tw_cancel itself, in the calling thread, when
  * no run of the task is going (a firing queued but not started counts as
  * none: it is dropped, counted as missed); else on an executor after the
