@@ -16,7 +16,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
-#include "test_util.h"
+#include "../test_util.h"
 #include "wheel.h"
 
 #define RUN_TICKS 3000 /* ms */
