@@ -22,9 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "reference_model.h"
 #include "../test_env.h"
 #include "../test_util.h"
+#include "reference_model.h"
 #include "wheel.h"
 
 #define POW2(n) (UINT64_C(1) << (n))
