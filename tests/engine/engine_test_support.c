@@ -350,6 +350,23 @@ void destroy_expecting_one_release(tw_engine *e, struct recorder *r)
 	assert_no_leaks();
 }
 
+void destroy_checking_recorder(tw_engine *e, struct recorder *r)
+{
+	tw_engine_destroy(e);
+	assert_recorder_sane(r);
+	recorder_free(r);
+	assert_no_leaks();
+}
+
+struct one_task one_task_begin_at(unsigned executors, int line)
+{
+	struct one_task t;
+	t.e = manual_engine_at(executors, line);
+	t.r = recorder_new(t.e);
+	t.t0 = manual_now_at(t.e, line);
+	return t;
+}
+
 /* ---- plain counting ---- */
 
 int count_callback(const tw_fire *fire, void *arg)

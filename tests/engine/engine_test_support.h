@@ -164,6 +164,23 @@ void start_blocked_run_at(tw_engine *e, struct recorder *r, int line);
 /* The checks every recorder ends with. */
 void assert_recorder_sane(struct recorder *r);
 
+/* The end of a test whose recorder's task may not have been released once (or
+ * is checked otherwise): destroys the engine, then the checks every recorder
+ * ends with, and no task memory left. */
+void destroy_checking_recorder(tw_engine *e, struct recorder *r);
+
+/* What most one-task suites start from: an engine on the manual clock with
+ * `executors` executors, a recorder for the task, and the manual time then
+ * (found with manual_now, so a probe task counts in tasks_stopped). */
+struct one_task {
+	tw_engine *e;
+	struct recorder *r;
+	uint64_t t0;
+};
+
+struct one_task one_task_begin_at(unsigned executors, int line);
+#define one_task_begin(executors) one_task_begin_at(executors, __LINE__)
+
 /* The usual end of a one-task test: destroys the engine, then checks that the
  * task was released exactly once, that every firing was sane, and that no
  * task memory is left. */

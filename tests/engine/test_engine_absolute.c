@@ -56,17 +56,15 @@ Test(absolute, tasks_added_at_different_moments_share_one_grid)
 
 Test(absolute, a_time_off_the_grid_is_rounded_up)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_at(e, r, t0 + 10 * NS_PER_MS + 1, 0);
-	cr_assert_eq(info_of(e, id).next_due_ns, t0 + 11 * NS_PER_MS);
-	step(e, 10);
-	cr_assert_eq(atomic_load(&r->runs), 0, "ran before the time asked");
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(r->due[0], t0 + 11 * NS_PER_MS);
-	destroy_expecting_one_release(e, r);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_at(fx.e, fx.r, fx.t0 + 10 * NS_PER_MS + 1, 0);
+	cr_assert_eq(info_of(fx.e, id).next_due_ns, fx.t0 + 11 * NS_PER_MS);
+	step(fx.e, 10);
+	cr_assert_eq(atomic_load(&fx.r->runs), 0, "ran before the time asked");
+	step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(fx.r->due[0], fx.t0 + 11 * NS_PER_MS);
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(absolute, a_past_time_is_due_at_the_next_tick)
@@ -103,58 +101,53 @@ Test(absolute, add_refuses_bad_times)
 
 Test(absolute, set_due_moves_earlier_and_later)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 100, 0, 0);
-	cr_assert_eq(tw_set_due(e, id, t0 + 30 * NS_PER_MS), TW_OK);
-	cr_assert_eq(info_of(e, id).next_due_ns, t0 + 30 * NS_PER_MS);
-	step(e, 29);
-	cr_assert_eq(atomic_load(&r->runs), 0);
-	cr_assert_eq(tw_set_due(e, id, t0 + 200 * NS_PER_MS - 5), TW_OK);
-	cr_assert_eq(info_of(e, id).next_due_ns, t0 + 200 * NS_PER_MS);
-	step(e, 170);
-	cr_assert_eq(atomic_load(&r->runs), 0, "moved later: not at its old times");
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(r->due[0], t0 + 200 * NS_PER_MS);
-	cr_assert_eq(tw_set_due(e, id, t0 + 300 * NS_PER_MS), -TW_ESTATE, "completed");
-	destroy_expecting_one_release(e, r);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 100, 0, 0);
+	cr_assert_eq(tw_set_due(fx.e, id, fx.t0 + 30 * NS_PER_MS), TW_OK);
+	cr_assert_eq(info_of(fx.e, id).next_due_ns, fx.t0 + 30 * NS_PER_MS);
+	step(fx.e, 29);
+	cr_assert_eq(atomic_load(&fx.r->runs), 0);
+	cr_assert_eq(tw_set_due(fx.e, id, fx.t0 + 200 * NS_PER_MS - 5), TW_OK);
+	cr_assert_eq(info_of(fx.e, id).next_due_ns, fx.t0 + 200 * NS_PER_MS);
+	step(fx.e, 170);
+	cr_assert_eq(atomic_load(&fx.r->runs), 0, "moved later: not at its old times");
+	step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(fx.r->due[0], fx.t0 + 200 * NS_PER_MS);
+	cr_assert_eq(tw_set_due(fx.e, id, fx.t0 + 300 * NS_PER_MS), -TW_ESTATE, "completed");
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(absolute, set_due_keeps_a_periodic_task_on_its_new_phase)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 10, 0);
-	cr_assert_eq(tw_set_due(e, id, t0 + 25 * NS_PER_MS), TW_OK);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 10, 0);
+	cr_assert_eq(tw_set_due(fx.e, id, fx.t0 + 25 * NS_PER_MS), TW_OK);
 	for (int ms = 0; ms < 45; ms++) /* a millisecond at a time: one jump would skip periods */
-		step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 3);
+		step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 3);
 	for (int run = 0; run < 3; run++)
-		cr_assert_eq(r->due[run], t0 + (25 + 10 * (uint64_t)run) * NS_PER_MS);
-	destroy_expecting_one_release(e, r);
+		cr_assert_eq(fx.r->due[run], fx.t0 + (25 + 10 * (uint64_t)run) * NS_PER_MS);
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(absolute, set_due_while_paused_applies_on_resume)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 0, 0);
-	cr_assert_eq(tw_pause(e, id), TW_OK);
-	cr_assert_eq(tw_set_due(e, id, t0 + 50 * NS_PER_MS), TW_OK);
-	cr_assert_eq(info_of(e, id).next_due_ns, 0, "a paused task has no due");
-	step(e, 20);
-	cr_assert_eq(tw_resume(e, id), TW_OK);
-	cr_assert_eq(info_of(e, id).next_due_ns, t0 + 50 * NS_PER_MS, "the time, not now + delay");
-	step(e, 29);
-	cr_assert_eq(atomic_load(&r->runs), 0);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(r->due[0], t0 + 50 * NS_PER_MS);
-	destroy_expecting_one_release(e, r);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 0, 0);
+	cr_assert_eq(tw_pause(fx.e, id), TW_OK);
+	cr_assert_eq(tw_set_due(fx.e, id, fx.t0 + 50 * NS_PER_MS), TW_OK);
+	cr_assert_eq(info_of(fx.e, id).next_due_ns, 0, "a paused task has no due");
+	step(fx.e, 20);
+	cr_assert_eq(tw_resume(fx.e, id), TW_OK);
+	cr_assert_eq(info_of(fx.e, id).next_due_ns, fx.t0 + 50 * NS_PER_MS,
+		     "the time, not now + delay");
+	step(fx.e, 29);
+	cr_assert_eq(atomic_load(&fx.r->runs), 0);
+	step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(fx.r->due[0], fx.t0 + 50 * NS_PER_MS);
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 /*
@@ -195,20 +188,18 @@ Test(absolute, set_due_while_paused_keeps_the_delay_the_time_stood_for)
 
 Test(absolute, set_due_while_paused_past_by_resume_is_due_at_once)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 0, 0);
-	cr_assert_eq(tw_pause(e, id), TW_OK);
-	cr_assert_eq(tw_set_due(e, id, t0 + 5 * NS_PER_MS), TW_OK);
-	step(e, 20);
-	cr_assert_eq(atomic_load(&r->runs), 0, "paused");
-	cr_assert_eq(tw_resume(e, id), TW_OK);
-	cr_assert_eq(info_of(e, id).next_due_ns, t0 + 20 * NS_PER_MS);
-	step(e, 0);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(r->due[0], t0 + 20 * NS_PER_MS);
-	destroy_expecting_one_release(e, r);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 0, 0);
+	cr_assert_eq(tw_pause(fx.e, id), TW_OK);
+	cr_assert_eq(tw_set_due(fx.e, id, fx.t0 + 5 * NS_PER_MS), TW_OK);
+	step(fx.e, 20);
+	cr_assert_eq(atomic_load(&fx.r->runs), 0, "paused");
+	cr_assert_eq(tw_resume(fx.e, id), TW_OK);
+	cr_assert_eq(info_of(fx.e, id).next_due_ns, fx.t0 + 20 * NS_PER_MS);
+	step(fx.e, 0);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(fx.r->due[0], fx.t0 + 20 * NS_PER_MS);
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(absolute, set_due_codes)

@@ -341,10 +341,7 @@ Test(callbacks, callback_changes_another_tasks_period)
 	const uint64_t want[] = { 4, 8, 12, 22, 32 };
 	for (int k = 0; k < 5; k++)
 		cr_assert_eq(r->due[k], t0 + want[k] * NS_PER_MS, "run %d", k + 1);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_checking_recorder(e, r);
 }
 
 /* ---- failing callbacks ---- */

@@ -447,10 +447,7 @@ Test(metrics, executors_queue_and_busy_time)
 	st = stats_of(e);
 	cr_assert_eq(st.executor_busy_ns, x.busy_ns);
 	cr_assert_gt(st.wheel_busy_ns, 0);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_checking_recorder(e, r);
 }
 
 /* lateness_count beside lateness_sum_ns: the runs the buckets hold, added up. */

@@ -34,125 +34,109 @@ static void runs_once_in_at(tw_engine *e, struct recorder *r, uint64_t ms, uint6
 
 Test(postpone, a_later_due_on_a_task_the_wheel_holds_fires_then)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 100, 0, 0);
-	step(e, 10); /* the wheel has taken the task in */
-	cr_assert_eq(tw_set_delay(e, id, 500), TW_OK);
-	assert_due(e, id, t0 + MS(510));
-	runs_once_in(e, r, 500, t0 + MS(510));
-	destroy_expecting_one_release(e, r);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 100, 0, 0);
+	step(fx.e, 10); /* the wheel has taken the task in */
+	cr_assert_eq(tw_set_delay(fx.e, id, 500), TW_OK);
+	assert_due(fx.e, id, fx.t0 + MS(510));
+	runs_once_in(fx.e, fx.r, 500, fx.t0 + MS(510));
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(postpone, a_later_due_before_the_wheel_took_the_task_in)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 100, 0, 0);
-	cr_assert_eq(tw_set_delay(e, id, 300), TW_OK); /* at once: mailed, maybe not taken in */
-	assert_due(e, id, t0 + MS(300));
-	runs_once_in(e, r, 300, t0 + MS(300));
-	destroy_expecting_one_release(e, r);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 100, 0, 0);
+	cr_assert_eq(tw_set_delay(fx.e, id, 300), TW_OK); /* at once: mailed, maybe not taken in */
+	assert_due(fx.e, id, fx.t0 + MS(300));
+	runs_once_in(fx.e, fx.r, 300, fx.t0 + MS(300));
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(postpone, repeated_resets_keep_only_the_last)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 50, 0, 0);
-	step(e, 1);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 50, 0, 0);
+	step(fx.e, 1);
 	for (int k = 0; k < 40; k++) { /* a session reset at every message, 10 ms apart */
-		cr_assert_eq(tw_set_delay(e, id, 50), TW_OK);
-		step(e, 10);
+		cr_assert_eq(tw_set_delay(fx.e, id, 50), TW_OK);
+		step(fx.e, 10);
 	}
-	cr_assert_eq(atomic_load(&r->runs), 0, "a reset session timed out");
-	runs_once_in(e, r, 40, t0 + MS(1 + 39 * 10 + 50));
-	destroy_expecting_one_release(e, r);
+	cr_assert_eq(atomic_load(&fx.r->runs), 0, "a reset session timed out");
+	runs_once_in(fx.e, fx.r, 40, fx.t0 + MS(1 + 39 * 10 + 50));
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(postpone, an_earlier_due_moves_the_task_forward)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 1000, 0, 0);
-	step(e, 5);
-	cr_assert_eq(tw_set_delay(e, id, 20), TW_OK);
-	assert_due(e, id, t0 + MS(25));
-	runs_once_in(e, r, 20, t0 + MS(25));
-	destroy_expecting_one_release(e, r);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 1000, 0, 0);
+	step(fx.e, 5);
+	cr_assert_eq(tw_set_delay(fx.e, id, 20), TW_OK);
+	assert_due(fx.e, id, fx.t0 + MS(25));
+	runs_once_in(fx.e, fx.r, 20, fx.t0 + MS(25));
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(postpone, a_periodic_task_goes_on_from_its_new_due)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 10, 0);
-	step(e, 10);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(tw_set_delay(e, id, 35), TW_OK);
-	assert_due(e, id, t0 + MS(45));
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 10, 0);
+	step(fx.e, 10);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(tw_set_delay(fx.e, id, 35), TW_OK);
+	assert_due(fx.e, id, fx.t0 + MS(45));
 	for (int ms = 0; ms < 45; ms++)
-		step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 3);
-	cr_assert_eq(r->due[1], t0 + MS(45));
-	cr_assert_eq(r->due[2], t0 + MS(55));
-	destroy_expecting_one_release(e, r);
+		step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 3);
+	cr_assert_eq(fx.r->due[1], fx.t0 + MS(45));
+	cr_assert_eq(fx.r->due[2], fx.t0 + MS(55));
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(postpone, a_paused_task_takes_the_delay_on_resume)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 100, 0, 0);
-	step(e, 10);
-	cr_assert_eq(tw_pause(e, id), TW_OK);
-	cr_assert_eq(tw_set_delay(e, id, 300), TW_OK);
-	cr_assert_eq(info_of(e, id).state, TW_PAUSED);
-	step(e, 200);
-	cr_assert_eq(tw_resume(e, id), TW_OK);
-	assert_due(e, id, t0 + MS(510));
-	runs_once_in(e, r, 300, t0 + MS(510));
-	destroy_expecting_one_release(e, r);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 100, 0, 0);
+	step(fx.e, 10);
+	cr_assert_eq(tw_pause(fx.e, id), TW_OK);
+	cr_assert_eq(tw_set_delay(fx.e, id, 300), TW_OK);
+	cr_assert_eq(info_of(fx.e, id).state, TW_PAUSED);
+	step(fx.e, 200);
+	cr_assert_eq(tw_resume(fx.e, id), TW_OK);
+	assert_due(fx.e, id, fx.t0 + MS(510));
+	runs_once_in(fx.e, fx.r, 300, fx.t0 + MS(510));
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(postpone, a_running_one_shot_runs_again_at_its_new_due)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 1, 0, 0);
-	start_blocked_run(e, r);
-	cr_assert_eq(tw_set_delay(e, id, 50), TW_OK);
-	assert_due(e, id, t0 + MS(51));
-	atomic_store(&r->block, false);
-	gate_open(&r->gate, 1);
-	quiesce(e);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	runs_once_in(e, r, 50, t0 + MS(51));
-	destroy_expecting_one_release(e, r);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 1, 0, 0);
+	start_blocked_run(fx.e, fx.r);
+	cr_assert_eq(tw_set_delay(fx.e, id, 50), TW_OK);
+	assert_due(fx.e, id, fx.t0 + MS(51));
+	atomic_store(&fx.r->block, false);
+	gate_open(&fx.r->gate, 1);
+	quiesce(fx.e);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	runs_once_in(fx.e, fx.r, 50, fx.t0 + MS(51));
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(postpone, never_then_a_delay)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 0, 0);
-	step(e, 1);
-	cr_assert_eq(tw_set_delay(e, id, TW_NEVER), TW_OK);
-	assert_due(e, id, 0);
-	step(e, 100);
-	cr_assert_eq(atomic_load(&r->runs), 0);
-	cr_assert_eq(tw_set_delay(e, id, 7), TW_OK);
-	assert_due(e, id, t0 + MS(108));
-	runs_once_in(e, r, 7, t0 + MS(108));
-	destroy_expecting_one_release(e, r);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 0, 0);
+	step(fx.e, 1);
+	cr_assert_eq(tw_set_delay(fx.e, id, TW_NEVER), TW_OK);
+	assert_due(fx.e, id, 0);
+	step(fx.e, 100);
+	cr_assert_eq(atomic_load(&fx.r->runs), 0);
+	cr_assert_eq(tw_set_delay(fx.e, id, 7), TW_OK);
+	assert_due(fx.e, id, fx.t0 + MS(108));
+	runs_once_in(fx.e, fx.r, 7, fx.t0 + MS(108));
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(postpone, delays_of_two_to_the_31_ms_and_more)
@@ -233,22 +217,20 @@ Test(postpone, from_a_thread_new_to_the_library)
 
 Test(postpone, the_new_due_replaces_a_firing_that_waits_for_the_run)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 1, 10, TW_RUN_LATE);
-	start_blocked_run(e, r);
-	advance(e, 10); /* the due of t0 + 11 comes while the first run goes: it waits */
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 1, 10, TW_RUN_LATE);
+	start_blocked_run(fx.e, fx.r);
+	advance(fx.e, 10); /* the due of t0 + 11 comes while the first run goes: it waits */
 	/* The due a period on, where the wheel holds the task: a firing of t0 + 11 would now
 	 * be on the task's phase, so only the call itself can have dropped it. */
-	cr_assert_eq(tw_set_delay(e, id, 10), TW_OK);
-	assert_due(e, id, t0 + MS(21));
-	atomic_store(&r->block, false);
-	gate_open(&r->gate, 1);
-	quiesce(e);
-	cr_assert_eq(atomic_load(&r->runs), 1, "the replaced firing ran");
-	runs_once_in(e, r, 10, t0 + MS(21));
-	destroy_expecting_one_release(e, r);
+	cr_assert_eq(tw_set_delay(fx.e, id, 10), TW_OK);
+	assert_due(fx.e, id, fx.t0 + MS(21));
+	atomic_store(&fx.r->block, false);
+	gate_open(&fx.r->gate, 1);
+	quiesce(fx.e);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1, "the replaced firing ran");
+	runs_once_in(fx.e, fx.r, 10, fx.t0 + MS(21));
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 /* On the real clock: a wheel thread that sleeps until a due far ahead takes in no change

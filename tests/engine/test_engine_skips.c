@@ -13,44 +13,42 @@
  * them all in tw_fire.skipped. */
 Test(skips, slow_serial_task_skips_overlapping_firings)
 {
-	tw_engine *e = manual_engine(2);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 1, 1, 0);
-	atomic_store(&r->block, true);
-	advance(e, 1); /* t0 + 1: run 1, blocked */
-	wait_started(r);
+	struct one_task fx = one_task_begin(2);
+	tw_id id = add_recorded(fx.e, fx.r, 1, 1, 0);
+	atomic_store(&fx.r->block, true);
+	advance(fx.e, 1); /* t0 + 1: run 1, blocked */
+	wait_started(fx.r);
 	for (int i = 0; i < 20; i++)
-		advance(e, 1); /* t0 + 2 .. t0 + 21: 20 overlaps */
-	tw_task_info info = info_of(e, id);
+		advance(fx.e, 1); /* t0 + 2 .. t0 + 21: 20 overlaps */
+	tw_task_info info = info_of(fx.e, id);
 	cr_assert_eq(info.state, TW_RUNNING);
 	cr_assert_eq(info.running, 1);
 	cr_assert_eq(info.runs, 1);
 	cr_assert_eq(info.skipped_overlap, 20);
 	cr_assert_eq(info.skipped_missed, 0);
-	advance(e, 10); /* t0 + 22 .. t0 + 31: 9 missed, then 1 overlap */
-	info = info_of(e, id);
+	advance(fx.e, 10); /* t0 + 22 .. t0 + 31: 9 missed, then 1 overlap */
+	info = info_of(fx.e, id);
 	cr_assert_eq(info.skipped_overlap, 21);
 	cr_assert_eq(info.skipped_missed, 9);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(atomic_load(&r->max_in_flight), 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(atomic_load(&fx.r->max_in_flight), 1);
 
-	atomic_store(&r->block, false);
-	gate_open(&r->gate, 1);
-	quiesce(e);
-	cr_assert_eq(info_of(e, id).state, TW_WAITING);
-	step(e, 1); /* t0 + 32: run 2 */
-	cr_assert_eq(atomic_load(&r->runs), 2);
-	cr_assert_eq(r->due[1], t0 + 32 * NS_PER_MS);
-	cr_assert_eq(r->skipped[1], 30);
-	info = info_of(e, id);
+	atomic_store(&fx.r->block, false);
+	gate_open(&fx.r->gate, 1);
+	quiesce(fx.e);
+	cr_assert_eq(info_of(fx.e, id).state, TW_WAITING);
+	step(fx.e, 1); /* t0 + 32: run 2 */
+	cr_assert_eq(atomic_load(&fx.r->runs), 2);
+	cr_assert_eq(fx.r->due[1], fx.t0 + 32 * NS_PER_MS);
+	cr_assert_eq(fx.r->skipped[1], 30);
+	info = info_of(fx.e, id);
 	cr_assert_eq(info.runs + info_skips(&info), 32, "due firings t0 + 1 .. t0 + 32");
-	tw_engine_stats s = stats_of(e);
+	tw_engine_stats s = stats_of(fx.e);
 	cr_assert_eq(s.runs, 2);
 	cr_assert_eq(s.skipped_overlap, 21);
 	cr_assert_eq(s.skipped_missed, 9);
 	cr_assert_eq(s.skipped_overload, 0);
-	destroy_expecting_one_release(e, r);
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 /* The callback blocks for a given number of test steps. */

@@ -157,22 +157,17 @@ Test(states, stopped_row)
  * fires when it was due after a refused resume. */
 Test(states, refused_resume_leaves_a_waiting_task_on_time)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 0, 0);
-	step(e, 5);
-	cr_assert_eq(tw_resume(e, id), -TW_ESTATE);
-	step(e, 4);
-	cr_assert_eq(atomic_load(&r->runs), 0);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(r->due[0], t0 + 10 * NS_PER_MS);
-	cr_assert_eq(info_of(e, id).state, TW_COMPLETED);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 0, 0);
+	step(fx.e, 5);
+	cr_assert_eq(tw_resume(fx.e, id), -TW_ESTATE);
+	step(fx.e, 4);
+	cr_assert_eq(atomic_load(&fx.r->runs), 0);
+	step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(fx.r->due[0], fx.t0 + 10 * NS_PER_MS);
+	cr_assert_eq(info_of(fx.e, id).state, TW_COMPLETED);
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 Test(states, pausing_twice_and_resuming_twice_are_errors)
@@ -197,20 +192,18 @@ Test(states, pausing_twice_and_resuming_twice_are_errors)
 
 Test(states, new_task_waits_with_its_first_due_and_period)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id periodic = add_recorded(e, r, 25, 40, 0);
+	struct one_task fx = one_task_begin(1);
+	tw_id periodic = add_recorded(fx.e, fx.r, 25, 40, 0);
 	struct counts c = { 0 };
 	tw_task_spec spec = spec_of(3, 0, count_callback, &c);
 	spec.flags = TW_CONCURRENT;
-	tw_id oneshot = add_spec(e, &spec);
+	tw_id oneshot = add_spec(fx.e, &spec);
 	cr_assert_neq(periodic, oneshot);
 
-	tw_task_info info = info_of(e, periodic);
+	tw_task_info info = info_of(fx.e, periodic);
 	cr_assert_eq(info.state, TW_WAITING);
 	cr_assert_eq(info.period_ms, 40);
-	cr_assert_eq(info.next_due_ns, t0 + 25 * NS_PER_MS);
+	cr_assert_eq(info.next_due_ns, fx.t0 + 25 * NS_PER_MS);
 	cr_assert_eq(info.runs, 0);
 	cr_assert_eq(info.failures, 0);
 	cr_assert_eq(info.consecutive_failures, 0);
@@ -222,30 +215,28 @@ Test(states, new_task_waits_with_its_first_due_and_period)
 	cr_assert_eq(info.concurrent, false);
 	cr_assert_eq(info.running, 0);
 
-	info = info_of(e, oneshot);
+	info = info_of(fx.e, oneshot);
 	cr_assert_eq(info.state, TW_WAITING);
 	cr_assert_eq(info.period_ms, 0);
-	cr_assert_eq(info.next_due_ns, t0 + 3 * NS_PER_MS);
+	cr_assert_eq(info.next_due_ns, fx.t0 + 3 * NS_PER_MS);
 	cr_assert_eq(info.concurrent, true);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&r->releases), 1);
-	recorder_free(r);
+	tw_engine_destroy(fx.e);
+	cr_assert_eq(atomic_load(&fx.r->releases), 1);
+	recorder_free(fx.r);
 	assert_no_leaks();
 }
 
 Test(states, waiting_pause_drops_every_firing_until_resumed)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 10, 0);
-	step(e, 10);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(tw_pause(e, id), TW_OK);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 10, 0);
+	step(fx.e, 10);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(tw_pause(fx.e, id), TW_OK);
 	for (int i = 0; i < 100; i++)
-		step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 1, "a paused task ran");
-	tw_task_info info = info_of(e, id);
+		step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1, "a paused task ran");
+	tw_task_info info = info_of(fx.e, id);
 	cr_assert_eq(info.state, TW_PAUSED);
 	cr_assert_eq(info.runs, 1);
 	cr_assert_eq(info.paused_by_failures, false);
@@ -253,20 +244,20 @@ Test(states, waiting_pause_drops_every_firing_until_resumed)
 	cr_assert_eq(info_skips(&info), 0);
 
 	/* Resume at t0 + 110: next due = now + period, then on that phase. */
-	cr_assert_eq(tw_resume(e, id), TW_OK);
-	info = info_of(e, id);
+	cr_assert_eq(tw_resume(fx.e, id), TW_OK);
+	info = info_of(fx.e, id);
 	cr_assert_eq(info.state, TW_WAITING);
-	cr_assert_eq(info.next_due_ns, t0 + 120 * NS_PER_MS);
-	step(e, 9);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 2);
-	step(e, 10);
-	cr_assert_eq(atomic_load(&r->runs), 3);
-	cr_assert_eq(r->due[1], t0 + 120 * NS_PER_MS);
-	cr_assert_eq(r->due[2], t0 + 130 * NS_PER_MS);
-	cr_assert_eq(r->skipped[1], 0, "resume does not catch up");
-	destroy_expecting_one_release(e, r);
+	cr_assert_eq(info.next_due_ns, fx.t0 + 120 * NS_PER_MS);
+	step(fx.e, 9);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 2);
+	step(fx.e, 10);
+	cr_assert_eq(atomic_load(&fx.r->runs), 3);
+	cr_assert_eq(fx.r->due[1], fx.t0 + 120 * NS_PER_MS);
+	cr_assert_eq(fx.r->due[2], fx.t0 + 130 * NS_PER_MS);
+	cr_assert_eq(fx.r->skipped[1], 0, "resume does not catch up");
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 /* tickwheel.h: next_due_ns is 0 when nothing is due, and nothing is due
@@ -325,48 +316,38 @@ Test(states, waiting_set_delay_postpones_and_brings_forward)
 /* set_delay on a periodic task moves its phase: later dues follow the new one. */
 Test(states, waiting_set_delay_moves_a_periodic_phase)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 10, 0);
-	step(e, 10); /* runs at t0 + 10 */
-	step(e, 3);
-	cr_assert_eq(tw_set_delay(e, id, 4), TW_OK); /* due t0 + 17 */
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 10, 0);
+	step(fx.e, 10); /* runs at t0 + 10 */
+	step(fx.e, 3);
+	cr_assert_eq(tw_set_delay(fx.e, id, 4), TW_OK); /* due t0 + 17 */
 	for (int i = 0; i < 40; i++)
-		step(e, 1); /* t0 + 53 */
-	cr_assert_eq(atomic_load(&r->runs), 5);
+		step(fx.e, 1); /* t0 + 53 */
+	cr_assert_eq(atomic_load(&fx.r->runs), 5);
 	const uint64_t want[] = { 10, 17, 27, 37, 47 };
 	for (int i = 0; i < 5; i++)
-		cr_assert_eq(r->due[i], t0 + want[i] * NS_PER_MS, "run %d", i + 1);
-	cr_assert_eq(info_of(e, id).skipped_missed, 0);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+		cr_assert_eq(fx.r->due[i], fx.t0 + want[i] * NS_PER_MS, "run %d", i + 1);
+	cr_assert_eq(info_of(fx.e, id).skipped_missed, 0);
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 /* set_period acts from the next firing on: the due already set stays. */
 Test(states, waiting_set_period_applies_after_the_next_firing)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 10, 0);
-	step(e, 3);
-	cr_assert_eq(tw_set_period(e, id, 25), TW_OK);
-	tw_task_info info = info_of(e, id);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 10, 0);
+	step(fx.e, 3);
+	cr_assert_eq(tw_set_period(fx.e, id, 25), TW_OK);
+	tw_task_info info = info_of(fx.e, id);
 	cr_assert_eq(info.period_ms, 25);
-	cr_assert_eq(info.next_due_ns, t0 + 10 * NS_PER_MS);
+	cr_assert_eq(info.next_due_ns, fx.t0 + 10 * NS_PER_MS);
 	for (int i = 0; i < 60; i++)
-		step(e, 1); /* t0 + 63 */
-	cr_assert_eq(atomic_load(&r->runs), 3);
-	cr_assert_eq(r->due[0], t0 + 10 * NS_PER_MS);
-	cr_assert_eq(r->due[1], t0 + 35 * NS_PER_MS);
-	cr_assert_eq(r->due[2], t0 + 60 * NS_PER_MS);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+		step(fx.e, 1); /* t0 + 63 */
+	cr_assert_eq(atomic_load(&fx.r->runs), 3);
+	cr_assert_eq(fx.r->due[0], fx.t0 + 10 * NS_PER_MS);
+	cr_assert_eq(fx.r->due[1], fx.t0 + 35 * NS_PER_MS);
+	cr_assert_eq(fx.r->due[2], fx.t0 + 60 * NS_PER_MS);
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 Test(states, set_period_zero_turns_a_periodic_task_into_a_one_shot)
@@ -389,21 +370,16 @@ Test(states, set_period_zero_turns_a_periodic_task_into_a_one_shot)
 
 Test(states, set_period_turns_a_one_shot_into_a_periodic_task)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 0, 0);
-	cr_assert_eq(tw_set_period(e, id, 5), TW_OK);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 0, 0);
+	cr_assert_eq(tw_set_period(fx.e, id, 5), TW_OK);
 	for (int i = 0; i < 30; i++)
-		step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 5);
+		step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 5);
 	for (int i = 0; i < 5; i++)
-		cr_assert_eq(r->due[i], t0 + (10 + 5 * (uint64_t)i) * NS_PER_MS);
-	cr_assert_eq(info_of(e, id).state, TW_WAITING);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+		cr_assert_eq(fx.r->due[i], fx.t0 + (10 + 5 * (uint64_t)i) * NS_PER_MS);
+	cr_assert_eq(info_of(fx.e, id).state, TW_WAITING);
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 /* ---- RUNNING ---- */
@@ -424,10 +400,7 @@ Test(states, running_is_what_tw_get_says_during_a_run)
 	info = info_of(e, id);
 	cr_assert_eq(info.state, TW_WAITING);
 	cr_assert_eq(info.running, 0);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_checking_recorder(e, r);
 }
 
 /*
@@ -437,25 +410,23 @@ Test(states, running_is_what_tw_get_says_during_a_run)
  */
 Test(states, a_firing_waiting_for_its_own_run_is_not_counted_running)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 1, 0, 0);
-	start_blocked_run(e, r);
-	cr_assert_eq(tw_set_delay(e, id, 1), TW_OK); /* re-armed during its run */
-	advance(e, 1);                               /* due at t0 + 2: waits for the run */
-	tw_task_info info = info_of(e, id);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 1, 0, 0);
+	start_blocked_run(fx.e, fx.r);
+	cr_assert_eq(tw_set_delay(fx.e, id, 1), TW_OK); /* re-armed during its run */
+	advance(fx.e, 1);                               /* due at t0 + 2: waits for the run */
+	tw_task_info info = info_of(fx.e, id);
 	cr_assert_eq(info.state, TW_RUNNING);
 	cr_assert_eq(info.running, 1, "the run going; not the firing that waits for it");
-	cr_assert_eq(info.next_due_ns, t0 + 2 * NS_PER_MS);
-	atomic_store(&r->block, false);
-	gate_open(&r->gate, 1);
-	quiesce(e);
-	cr_assert_eq(atomic_load(&r->runs), 2);
-	info = info_of(e, id);
+	cr_assert_eq(info.next_due_ns, fx.t0 + 2 * NS_PER_MS);
+	atomic_store(&fx.r->block, false);
+	gate_open(&fx.r->gate, 1);
+	quiesce(fx.e);
+	cr_assert_eq(atomic_load(&fx.r->runs), 2);
+	info = info_of(fx.e, id);
 	cr_assert_eq(info.state, TW_COMPLETED);
 	cr_assert_eq(info.running, 0);
-	destroy_expecting_one_release(e, r);
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(states, running_pause_lets_the_run_finish_then_nothing_more)
@@ -479,181 +450,152 @@ Test(states, running_pause_lets_the_run_finish_then_nothing_more)
 
 Test(states, running_set_delay_moves_the_next_firing)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = task_in_state(e, r, TW_RUNNING);  /* run 1 at t0 + 10, period 10 */
-	cr_assert_eq(tw_set_delay(e, id, 3), TW_OK); /* next due t0 + 13 */
-	cr_assert_eq(info_of(e, id).next_due_ns, t0 + 13 * NS_PER_MS);
-	gate_open(&r->gate, 1);
-	quiesce(e);
-	atomic_store(&r->block, false);
-	cr_assert_eq(info_of(e, id).state, TW_WAITING);
-	step(e, 2);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 2);
-	step(e, 10);
-	cr_assert_eq(atomic_load(&r->runs), 3);
-	cr_assert_eq(r->due[1], t0 + 13 * NS_PER_MS);
-	cr_assert_eq(r->due[2], t0 + 23 * NS_PER_MS);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	struct one_task fx = one_task_begin(1);
+	tw_id id = task_in_state(fx.e, fx.r, TW_RUNNING); /* run 1 at t0 + 10, period 10 */
+	cr_assert_eq(tw_set_delay(fx.e, id, 3), TW_OK);   /* next due t0 + 13 */
+	cr_assert_eq(info_of(fx.e, id).next_due_ns, fx.t0 + 13 * NS_PER_MS);
+	gate_open(&fx.r->gate, 1);
+	quiesce(fx.e);
+	atomic_store(&fx.r->block, false);
+	cr_assert_eq(info_of(fx.e, id).state, TW_WAITING);
+	step(fx.e, 2);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 2);
+	step(fx.e, 10);
+	cr_assert_eq(atomic_load(&fx.r->runs), 3);
+	cr_assert_eq(fx.r->due[1], fx.t0 + 13 * NS_PER_MS);
+	cr_assert_eq(fx.r->due[2], fx.t0 + 23 * NS_PER_MS);
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 Test(states, running_set_period_applies_from_the_next_firing_on)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = task_in_state(e, r, TW_RUNNING); /* run 1 at t0 + 10, next due t0 + 20 */
-	cr_assert_eq(tw_set_period(e, id, 4), TW_OK);
-	cr_assert_eq(info_of(e, id).period_ms, 4);
-	gate_open(&r->gate, 1);
-	quiesce(e);
-	atomic_store(&r->block, false);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = task_in_state(fx.e, fx.r, TW_RUNNING); /* run 1 at t0 + 10, next due t0 + 20 */
+	cr_assert_eq(tw_set_period(fx.e, id, 4), TW_OK);
+	cr_assert_eq(info_of(fx.e, id).period_ms, 4);
+	gate_open(&fx.r->gate, 1);
+	quiesce(fx.e);
+	atomic_store(&fx.r->block, false);
 	for (int i = 0; i < 20; i++)
-		step(e, 1); /* t0 + 30 */
-	cr_assert_eq(atomic_load(&r->runs), 4);
-	cr_assert_eq(r->due[1], t0 + 20 * NS_PER_MS);
-	cr_assert_eq(r->due[2], t0 + 24 * NS_PER_MS);
-	cr_assert_eq(r->due[3], t0 + 28 * NS_PER_MS);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+		step(fx.e, 1); /* t0 + 30 */
+	cr_assert_eq(atomic_load(&fx.r->runs), 4);
+	cr_assert_eq(fx.r->due[1], fx.t0 + 20 * NS_PER_MS);
+	cr_assert_eq(fx.r->due[2], fx.t0 + 24 * NS_PER_MS);
+	cr_assert_eq(fx.r->due[3], fx.t0 + 28 * NS_PER_MS);
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 /* A one-shot in its run has nothing more due; set_delay gives it a second
  * firing, so it waits again instead of completing. */
 Test(states, running_one_shot_given_a_delay_waits_again)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 0, 0);
-	atomic_store(&r->block, true);
-	advance(e, 10);
-	wait_started(r);
-	tw_task_info info = info_of(e, id);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 0, 0);
+	atomic_store(&fx.r->block, true);
+	advance(fx.e, 10);
+	wait_started(fx.r);
+	tw_task_info info = info_of(fx.e, id);
 	cr_assert_eq(info.state, TW_RUNNING);
 	cr_assert_eq(info.next_due_ns, 0);
-	cr_assert_eq(tw_set_delay(e, id, 5), TW_OK);
-	gate_open(&r->gate, 1);
-	quiesce(e);
-	atomic_store(&r->block, false);
-	cr_assert_eq(info_of(e, id).state, TW_WAITING);
-	cr_assert_eq(atomic_load(&r->releases), 0);
-	step(e, 5);
-	cr_assert_eq(atomic_load(&r->runs), 2);
-	cr_assert_eq(r->due[1], t0 + 15 * NS_PER_MS);
-	cr_assert_eq(info_of(e, id).state, TW_COMPLETED);
-	cr_assert(wait_eq(&r->releases, 1));
-	destroy_expecting_one_release(e, r);
+	cr_assert_eq(tw_set_delay(fx.e, id, 5), TW_OK);
+	gate_open(&fx.r->gate, 1);
+	quiesce(fx.e);
+	atomic_store(&fx.r->block, false);
+	cr_assert_eq(info_of(fx.e, id).state, TW_WAITING);
+	cr_assert_eq(atomic_load(&fx.r->releases), 0);
+	step(fx.e, 5);
+	cr_assert_eq(atomic_load(&fx.r->runs), 2);
+	cr_assert_eq(fx.r->due[1], fx.t0 + 15 * NS_PER_MS);
+	cr_assert_eq(info_of(fx.e, id).state, TW_COMPLETED);
+	cr_assert(wait_eq(&fx.r->releases, 1));
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 /* A task paused during its run and resumed before the run ends is running
  * again, and waits once the run returns. */
 Test(states, running_pause_then_resume_during_the_run)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = task_in_state(e, r, TW_RUNNING);
-	cr_assert_eq(tw_pause(e, id), TW_OK);
-	cr_assert_eq(info_of(e, id).state, TW_PAUSED);
-	advance(e, 2);                         /* t0 + 12 */
-	cr_assert_eq(tw_resume(e, id), TW_OK); /* next due t0 + 22 */
-	tw_task_info info = info_of(e, id);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = task_in_state(fx.e, fx.r, TW_RUNNING);
+	cr_assert_eq(tw_pause(fx.e, id), TW_OK);
+	cr_assert_eq(info_of(fx.e, id).state, TW_PAUSED);
+	advance(fx.e, 2);                         /* t0 + 12 */
+	cr_assert_eq(tw_resume(fx.e, id), TW_OK); /* next due t0 + 22 */
+	tw_task_info info = info_of(fx.e, id);
 	cr_assert_eq(info.state, TW_RUNNING);
-	cr_assert_eq(info.next_due_ns, t0 + 22 * NS_PER_MS);
-	gate_open(&r->gate, 1);
-	quiesce(e);
-	atomic_store(&r->block, false);
-	cr_assert_eq(info_of(e, id).state, TW_WAITING);
-	step(e, 9);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 2);
-	cr_assert_eq(r->due[1], t0 + 22 * NS_PER_MS);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	cr_assert_eq(info.next_due_ns, fx.t0 + 22 * NS_PER_MS);
+	gate_open(&fx.r->gate, 1);
+	quiesce(fx.e);
+	atomic_store(&fx.r->block, false);
+	cr_assert_eq(info_of(fx.e, id).state, TW_WAITING);
+	step(fx.e, 9);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 2);
+	cr_assert_eq(fx.r->due[1], fx.t0 + 22 * NS_PER_MS);
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 /* ---- PAUSED ---- */
 
 Test(states, paused_set_delay_applies_on_resume)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 10, 0);
-	cr_assert_eq(tw_pause(e, id), TW_OK);
-	cr_assert_eq(tw_set_delay(e, id, 3), TW_OK);
-	cr_assert_eq(info_of(e, id).state, TW_PAUSED);
-	step(e, 50);
-	cr_assert_eq(atomic_load(&r->runs), 0, "set_delay woke a paused task");
-	cr_assert_eq(tw_resume(e, id), TW_OK); /* t0 + 50: due t0 + 53, then every 10 */
-	cr_assert_eq(info_of(e, id).next_due_ns, t0 + 53 * NS_PER_MS);
-	step(e, 2);
-	cr_assert_eq(atomic_load(&r->runs), 0);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	step(e, 10);
-	cr_assert_eq(atomic_load(&r->runs), 2);
-	cr_assert_eq(r->due[0], t0 + 53 * NS_PER_MS);
-	cr_assert_eq(r->due[1], t0 + 63 * NS_PER_MS);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 10, 0);
+	cr_assert_eq(tw_pause(fx.e, id), TW_OK);
+	cr_assert_eq(tw_set_delay(fx.e, id, 3), TW_OK);
+	cr_assert_eq(info_of(fx.e, id).state, TW_PAUSED);
+	step(fx.e, 50);
+	cr_assert_eq(atomic_load(&fx.r->runs), 0, "set_delay woke a paused task");
+	cr_assert_eq(tw_resume(fx.e, id), TW_OK); /* t0 + 50: due t0 + 53, then every 10 */
+	cr_assert_eq(info_of(fx.e, id).next_due_ns, fx.t0 + 53 * NS_PER_MS);
+	step(fx.e, 2);
+	cr_assert_eq(atomic_load(&fx.r->runs), 0);
+	step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	step(fx.e, 10);
+	cr_assert_eq(atomic_load(&fx.r->runs), 2);
+	cr_assert_eq(fx.r->due[0], fx.t0 + 53 * NS_PER_MS);
+	cr_assert_eq(fx.r->due[1], fx.t0 + 63 * NS_PER_MS);
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 Test(states, paused_set_period_applies_on_resume)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 10, 0);
-	cr_assert_eq(tw_pause(e, id), TW_OK);
-	cr_assert_eq(tw_set_period(e, id, 4), TW_OK);
-	cr_assert_eq(info_of(e, id).period_ms, 4);
-	step(e, 20);
-	cr_assert_eq(atomic_load(&r->runs), 0);
-	cr_assert_eq(tw_resume(e, id), TW_OK); /* t0 + 20: due t0 + 24, 28, ... */
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 10, 0);
+	cr_assert_eq(tw_pause(fx.e, id), TW_OK);
+	cr_assert_eq(tw_set_period(fx.e, id, 4), TW_OK);
+	cr_assert_eq(info_of(fx.e, id).period_ms, 4);
+	step(fx.e, 20);
+	cr_assert_eq(atomic_load(&fx.r->runs), 0);
+	cr_assert_eq(tw_resume(fx.e, id), TW_OK); /* t0 + 20: due t0 + 24, 28, ... */
 	for (int i = 0; i < 9; i++)
-		step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 2);
-	cr_assert_eq(r->due[0], t0 + 24 * NS_PER_MS);
-	cr_assert_eq(r->due[1], t0 + 28 * NS_PER_MS);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+		step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 2);
+	cr_assert_eq(fx.r->due[0], fx.t0 + 24 * NS_PER_MS);
+	cr_assert_eq(fx.r->due[1], fx.t0 + 28 * NS_PER_MS);
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 Test(states, paused_one_shot_resumes_with_its_delay)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 20, 0, 0);
-	step(e, 5);
-	cr_assert_eq(tw_pause(e, id), TW_OK);
-	step(e, 5);
-	cr_assert_eq(tw_resume(e, id), TW_OK); /* t0 + 10: due t0 + 30 */
-	cr_assert_eq(info_of(e, id).next_due_ns, t0 + 30 * NS_PER_MS);
-	step(e, 19);
-	cr_assert_eq(atomic_load(&r->runs), 0);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(r->due[0], t0 + 30 * NS_PER_MS);
-	cr_assert_eq(info_of(e, id).state, TW_COMPLETED);
-	destroy_expecting_one_release(e, r);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 20, 0, 0);
+	step(fx.e, 5);
+	cr_assert_eq(tw_pause(fx.e, id), TW_OK);
+	step(fx.e, 5);
+	cr_assert_eq(tw_resume(fx.e, id), TW_OK); /* t0 + 10: due t0 + 30 */
+	cr_assert_eq(info_of(fx.e, id).next_due_ns, fx.t0 + 30 * NS_PER_MS);
+	step(fx.e, 19);
+	cr_assert_eq(atomic_load(&fx.r->runs), 0);
+	step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(fx.r->due[0], fx.t0 + 30 * NS_PER_MS);
+	cr_assert_eq(info_of(fx.e, id).state, TW_COMPLETED);
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(states, paused_cancel_stops_and_releases)

@@ -85,17 +85,12 @@ Test(timing, tasks_added_later_count_their_delay_from_then)
 /* A delay of 0 is due at once: it runs at the next advance, due = now. */
 Test(timing, zero_delay_runs_at_the_next_advance)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	add_recorded(e, r, 0, 0, 0);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(r->due[0], t0);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	struct one_task fx = one_task_begin(1);
+	add_recorded(fx.e, fx.r, 0, 0, 0);
+	step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(fx.r->due[0], fx.t0);
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 /* 1 ms steps over 2000 periods of 7 ms: the run count is checked after every
@@ -103,63 +98,54 @@ Test(timing, zero_delay_runs_at_the_next_advance)
 Test(timing, periodic_dues_are_exact_over_thousands_of_periods_in_1ms_steps)
 {
 	enum { PERIOD = 7, DELAY = 3, PERIODS = 2000 };
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, DELAY, PERIOD, 0);
-	const uint64_t first = t0 + DELAY * NS_PER_MS;
-	uint64_t now = t0;
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, DELAY, PERIOD, 0);
+	const uint64_t first = fx.t0 + DELAY * NS_PER_MS;
+	uint64_t now = fx.t0;
 	for (uint64_t ms = 1; ms <= DELAY + (PERIODS - 1) * PERIOD; ms++) {
-		step(e, 1);
+		step(fx.e, 1);
 		now += NS_PER_MS;
 		uint64_t want = dues_until(now, first, PERIOD * NS_PER_MS);
-		uint64_t runs = atomic_load(&r->runs);
+		uint64_t runs = atomic_load(&fx.r->runs);
 		if (runs != want)
 			cr_assert_fail("at t0 + %" PRIu64 " ms: %" PRIu64 " runs, wanted %" PRIu64,
 				       ms, runs, want);
 	}
-	cr_assert_eq(atomic_load(&r->runs), PERIODS);
+	cr_assert_eq(atomic_load(&fx.r->runs), PERIODS);
 	for (uint64_t k = 0; k < PERIODS; k++) {
-		if (r->due[k] != first + k * PERIOD * NS_PER_MS)
+		if (fx.r->due[k] != first + k * PERIOD * NS_PER_MS)
 			cr_assert_fail("run %" PRIu64 ": due t0 + %" PRIu64
 				       " ns, wanted t0 + %" PRIu64 " ms",
-				       k + 1, r->due[k] - t0, DELAY + k * PERIOD);
-		cr_assert_eq(r->skipped[k], 0);
+				       k + 1, fx.r->due[k] - fx.t0, DELAY + k * PERIOD);
+		cr_assert_eq(fx.r->skipped[k], 0);
 	}
-	tw_task_info info = info_of(e, id);
+	tw_task_info info = info_of(fx.e, id);
 	cr_assert_eq(info.runs, PERIODS);
 	cr_assert_eq(info_skips(&info), 0);
 	cr_assert_eq(info.next_due_ns, first + PERIODS * PERIOD * NS_PER_MS);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 /* Steps of one whole period, 5000 times: no drift accumulates. */
 Test(timing, periodic_dues_are_exact_over_thousands_of_whole_period_steps)
 {
 	enum { PERIOD = 250, PERIODS = 5000 };
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	add_recorded(e, r, PERIOD, PERIOD, 0);
+	struct one_task fx = one_task_begin(1);
+	add_recorded(fx.e, fx.r, PERIOD, PERIOD, 0);
 	for (int k = 1; k <= PERIODS; k++) {
-		step(e, PERIOD);
-		if (atomic_load(&r->runs) != (uint64_t)k)
+		step(fx.e, PERIOD);
+		if (atomic_load(&fx.r->runs) != (uint64_t)k)
 			cr_assert_fail("after %d periods: %" PRIu64 " runs", k,
-				       atomic_load(&r->runs));
+				       atomic_load(&fx.r->runs));
 	}
 	for (uint64_t k = 0; k < PERIODS; k++) {
-		if (r->due[k] != t0 + (k + 1) * PERIOD * NS_PER_MS)
-			cr_assert_fail("run %" PRIu64 ": due off by %" PRId64 " ns", k + 1,
-				       (int64_t)(r->due[k] - t0 - (k + 1) * PERIOD * NS_PER_MS));
-		cr_assert_eq(r->skipped[k], 0);
+		if (fx.r->due[k] != fx.t0 + (k + 1) * PERIOD * NS_PER_MS)
+			cr_assert_fail(
+				"run %" PRIu64 ": due off by %" PRId64 " ns", k + 1,
+				(int64_t)(fx.r->due[k] - fx.t0 - (k + 1) * PERIOD * NS_PER_MS));
+		cr_assert_eq(fx.r->skipped[k], 0);
 	}
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 /* Steps shorter than the period but of random length (so dues fall inside
@@ -168,31 +154,26 @@ Test(timing, periodic_dues_are_exact_over_thousands_of_whole_period_steps)
 Test(timing, periodic_dues_stay_ideal_with_uneven_steps)
 {
 	enum { PERIOD = 10, PERIODS = 3000 };
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 4, PERIOD, 0);
-	const uint64_t first = t0 + 4 * NS_PER_MS;
-	uint64_t now = t0;
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 4, PERIOD, 0);
+	const uint64_t first = fx.t0 + 4 * NS_PER_MS;
+	uint64_t now = fx.t0;
 	unsigned seed = 12345;
-	while (atomic_load(&r->runs) < PERIODS) {
+	while (atomic_load(&fx.r->runs) < PERIODS) {
 		uint64_t ms = (uint64_t)(rand_r(&seed) % (PERIOD - 1)) + 1; /* 1 .. 9 */
-		step(e, ms);
+		step(fx.e, ms);
 		now += ms * NS_PER_MS;
 		uint64_t want = dues_until(now, first, PERIOD * NS_PER_MS);
-		if (atomic_load(&r->runs) != want)
+		if (atomic_load(&fx.r->runs) != want)
 			cr_assert_fail("at t0 + %" PRIu64 " ms: %" PRIu64 " runs, wanted %" PRIu64,
-				       (now - t0) / NS_PER_MS, atomic_load(&r->runs), want);
+				       (now - fx.t0) / NS_PER_MS, atomic_load(&fx.r->runs), want);
 	}
 	for (uint64_t k = 0; k < PERIODS; k++)
-		if (r->due[k] != first + k * PERIOD * NS_PER_MS)
+		if (fx.r->due[k] != first + k * PERIOD * NS_PER_MS)
 			cr_assert_fail("run %" PRIu64 ": wrong due", k + 1);
-	tw_task_info info = info_of(e, id);
+	tw_task_info info = info_of(fx.e, id);
 	cr_assert_eq(info_skips(&info), 0);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 /* Many periodic tasks of different periods and phases at once, 1 ms steps. */
@@ -249,83 +230,68 @@ Test(timing, many_periodic_tasks_keep_their_own_phases)
  * once for its latest due, and then continues on its phase. */
 Test(timing, large_advance_counts_missed_periods_and_runs_once)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 10, 0);
-	step(e, 10);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	step(e, 1000); /* t0 + 1010: dues t0 + 20 .. t0 + 1010 */
-	cr_assert_eq(atomic_load(&r->runs), 2, "a jump must not fire a burst");
-	cr_assert_eq(r->due[1], t0 + 1010 * NS_PER_MS);
-	cr_assert_eq(r->skipped[1], 99);
-	tw_task_info info = info_of(e, id);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 10, 0);
+	step(fx.e, 10);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	step(fx.e, 1000); /* t0 + 1010: dues t0 + 20 .. t0 + 1010 */
+	cr_assert_eq(atomic_load(&fx.r->runs), 2, "a jump must not fire a burst");
+	cr_assert_eq(fx.r->due[1], fx.t0 + 1010 * NS_PER_MS);
+	cr_assert_eq(fx.r->skipped[1], 99);
+	tw_task_info info = info_of(fx.e, id);
 	cr_assert_eq(info.skipped_missed, 99);
 	cr_assert_eq(info.skipped_overlap, 0);
 	cr_assert_eq(info.skipped_overload, 0);
-	cr_assert_eq(info.next_due_ns, t0 + 1020 * NS_PER_MS);
-	step(e, 9);
-	cr_assert_eq(atomic_load(&r->runs), 2);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 3);
-	cr_assert_eq(r->due[2], t0 + 1020 * NS_PER_MS);
-	cr_assert_eq(r->skipped[2], 0);
+	cr_assert_eq(info.next_due_ns, fx.t0 + 1020 * NS_PER_MS);
+	step(fx.e, 9);
+	cr_assert_eq(atomic_load(&fx.r->runs), 2);
+	step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 3);
+	cr_assert_eq(fx.r->due[2], fx.t0 + 1020 * NS_PER_MS);
+	cr_assert_eq(fx.r->skipped[2], 0);
 	/* Due firings = runs + skips: 102 dues from t0 + 10 to t0 + 1020. */
-	info = info_of(e, id);
+	info = info_of(fx.e, id);
 	cr_assert_eq(info.runs + info_skips(&info), 102);
-	tw_engine_stats s = stats_of(e);
+	tw_engine_stats s = stats_of(fx.e);
 	cr_assert_eq(s.skipped_missed, 99);
 	cr_assert_eq(s.runs, 3);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 /* A jump that ends between two dues: the run stands for the latest due at or
  * before the jump's end, and the phase is kept. */
 Test(timing, jump_ending_between_dues_keeps_the_phase)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 10, 0);
-	step(e, 10);
-	step(e, 1005); /* t0 + 1015: dues t0 + 20 .. t0 + 1010 */
-	cr_assert_eq(atomic_load(&r->runs), 2);
-	cr_assert_eq(r->due[1], t0 + 1010 * NS_PER_MS);
-	cr_assert_eq(r->skipped[1], 99);
-	cr_assert_eq(info_of(e, id).next_due_ns, t0 + 1020 * NS_PER_MS);
-	step(e, 4);
-	cr_assert_eq(atomic_load(&r->runs), 2);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 3);
-	cr_assert_eq(r->due[2], t0 + 1020 * NS_PER_MS);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 10, 0);
+	step(fx.e, 10);
+	step(fx.e, 1005); /* t0 + 1015: dues t0 + 20 .. t0 + 1010 */
+	cr_assert_eq(atomic_load(&fx.r->runs), 2);
+	cr_assert_eq(fx.r->due[1], fx.t0 + 1010 * NS_PER_MS);
+	cr_assert_eq(fx.r->skipped[1], 99);
+	cr_assert_eq(info_of(fx.e, id).next_due_ns, fx.t0 + 1020 * NS_PER_MS);
+	step(fx.e, 4);
+	cr_assert_eq(atomic_load(&fx.r->runs), 2);
+	step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 3);
+	cr_assert_eq(fx.r->due[2], fx.t0 + 1020 * NS_PER_MS);
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 /* A jump before the first run: missed firings count from the first due. */
 Test(timing, jump_over_the_first_dues)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 10, 0);
-	step(e, 55); /* dues t0 + 10, 20, 30, 40, 50 */
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(r->due[0], t0 + 50 * NS_PER_MS);
-	cr_assert_eq(r->skipped[0], 4);
-	tw_task_info info = info_of(e, id);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 10, 0);
+	step(fx.e, 55); /* dues t0 + 10, 20, 30, 40, 50 */
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(fx.r->due[0], fx.t0 + 50 * NS_PER_MS);
+	cr_assert_eq(fx.r->skipped[0], 4);
+	tw_task_info info = info_of(fx.e, id);
 	cr_assert_eq(info.skipped_missed, 4);
 	cr_assert_eq(info.runs + info_skips(&info), 5);
-	cr_assert_eq(info.next_due_ns, t0 + 60 * NS_PER_MS);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	cr_assert_eq(info.next_due_ns, fx.t0 + 60 * NS_PER_MS);
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 /* Jumps of every size against a few periods: at each one, due firings =
@@ -379,21 +345,16 @@ Test(timing, random_jumps_keep_due_firings_equal_to_runs_plus_skips)
  * (not skipped): nothing else was due. */
 Test(timing, one_shot_overtaken_by_a_jump_runs_for_its_due)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 10, 0, 0);
-	step(e, 5000);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(r->due[0], t0 + 10 * NS_PER_MS);
-	cr_assert_eq(r->skipped[0], 0);
-	tw_task_info info = info_of(e, id);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 10, 0, 0);
+	step(fx.e, 5000);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(fx.r->due[0], fx.t0 + 10 * NS_PER_MS);
+	cr_assert_eq(fx.r->skipped[0], 0);
+	tw_task_info info = info_of(fx.e, id);
 	cr_assert_eq(info_skips(&info), 0);
 	cr_assert_eq(info.state, TW_COMPLETED);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 /* ---- postponing ---- */
@@ -402,48 +363,38 @@ Test(timing, one_shot_overtaken_by_a_jump_runs_for_its_due)
  * stop it fires exactly its delay after the last one. */
 Test(timing, repeatedly_postponed_task_fires_after_the_last_postponement)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 30, 0, 0);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 30, 0, 0);
 	for (int i = 1; i <= 2000; i++) {
-		step(e, 1);
-		cr_assert_eq(tw_set_delay(e, id, 30), TW_OK);
+		step(fx.e, 1);
+		cr_assert_eq(tw_set_delay(fx.e, id, 30), TW_OK);
 	}
-	cr_assert_eq(atomic_load(&r->runs), 0, "a postponed task fired");
-	cr_assert_eq(info_of(e, id).next_due_ns, t0 + 2030 * NS_PER_MS);
-	step(e, 29);
-	cr_assert_eq(atomic_load(&r->runs), 0);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(r->due[0], t0 + 2030 * NS_PER_MS);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+	cr_assert_eq(atomic_load(&fx.r->runs), 0, "a postponed task fired");
+	cr_assert_eq(info_of(fx.e, id).next_due_ns, fx.t0 + 2030 * NS_PER_MS);
+	step(fx.e, 29);
+	cr_assert_eq(atomic_load(&fx.r->runs), 0);
+	step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(fx.r->due[0], fx.t0 + 2030 * NS_PER_MS);
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 /* Postponed far (across wheel levels) and brought back, many times. */
 Test(timing, due_moved_back_and_forth_fires_at_the_last_one)
 {
-	tw_engine *e = manual_engine(1);
-	struct recorder *r = recorder_new(e);
-	uint64_t t0 = manual_now(e);
-	tw_id id = add_recorded(e, r, 50, 0, 0);
+	struct one_task fx = one_task_begin(1);
+	tw_id id = add_recorded(fx.e, fx.r, 50, 0, 0);
 	const uint64_t delays[] = { 100000, 3, 5000000, 40, 1, 70000, 25 };
 	for (size_t i = 0; i < sizeof delays / sizeof delays[0]; i++)
-		cr_assert_eq(tw_set_delay(e, id, delays[i]), TW_OK);
-	step(e, 24);
-	cr_assert_eq(atomic_load(&r->runs), 0);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(r->due[0], t0 + 25 * NS_PER_MS);
-	step(e, 200000);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	tw_engine_destroy(e);
-	assert_recorder_sane(r);
-	recorder_free(r);
-	assert_no_leaks();
+		cr_assert_eq(tw_set_delay(fx.e, id, delays[i]), TW_OK);
+	step(fx.e, 24);
+	cr_assert_eq(atomic_load(&fx.r->runs), 0);
+	step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(fx.r->due[0], fx.t0 + 25 * NS_PER_MS);
+	step(fx.e, 200000);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	destroy_checking_recorder(fx.e, fx.r);
 }
 
 /* ---- lateness ---- */
