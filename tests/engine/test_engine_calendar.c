@@ -37,6 +37,25 @@ static tw_id add_cron(tw_engine *e, struct recorder *r, const char *cron, unsign
 	return id;
 }
 
+/* What most of this suite starts from: an engine from engine_at_wall(max_failures, wall_s)
+ * with one recorded calendar task, add_cron(cron, flags). */
+struct cron_task {
+	tw_engine *e;
+	struct recorder *r;
+	uint64_t start; /* the manual time when the wall read wall_s */
+	tw_id id;
+};
+
+static struct cron_task cron_task_begin(unsigned max_failures, int64_t wall_s, const char *cron,
+					unsigned flags)
+{
+	struct cron_task t;
+	t.e = engine_at_wall(max_failures, wall_s, &t.start);
+	t.r = recorder_new(t.e);
+	t.id = add_cron(t.e, t.r, cron, flags);
+	return t;
+}
+
 /* The wall time of a due on an engine whose wall read wall_s at manual time start. */
 static int64_t wall_of(uint64_t due, int64_t wall_s, uint64_t start)
 {
@@ -46,74 +65,65 @@ static int64_t wall_of(uint64_t due, int64_t wall_s, uint64_t start)
 Test(calendar, every_five_seconds_exact)
 {
 	int64_t w0 = 1767225601; /* 2026-01-01 00:00:01 UTC */
-	uint64_t start;
-	tw_engine *e = engine_at_wall(0, w0, &start);
-	struct recorder *r = recorder_new(e);
-	tw_id id = add_cron(e, r, "CRON_TZ=UTC */5 * * * * *", 0);
-	tw_task_info info = info_of(e, id);
+	struct cron_task fx = cron_task_begin(0, w0, "CRON_TZ=UTC */5 * * * * *", 0);
+	tw_task_info info = info_of(fx.e, fx.id);
 	cr_assert(info.calendar);
 	cr_assert_eq(info.period_ms, 0);
 	cr_assert_eq(info.next_due_wall_ns, S(1767225605));
-	cr_assert_eq(info.next_due_ns, start + 4000 * MS);
-	step(e, 3999);
-	cr_assert_eq(atomic_load(&r->runs), 0);
-	step(e, 1);
-	cr_assert_eq(atomic_load(&r->runs), 1);
+	cr_assert_eq(info.next_due_ns, fx.start + 4000 * MS);
+	step(fx.e, 3999);
+	cr_assert_eq(atomic_load(&fx.r->runs), 0);
+	step(fx.e, 1);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
 	for (int i = 0; i < 3; i++)
-		step(e, 5000);
-	cr_assert_eq(atomic_load(&r->runs), 4);
+		step(fx.e, 5000);
+	cr_assert_eq(atomic_load(&fx.r->runs), 4);
 	for (int i = 0; i < 4; i++)
-		cr_assert_eq(wall_of(r->due[i], w0, start), S(1767225605 + 5 * i), "run %d", i + 1);
-	info = info_of(e, id);
+		cr_assert_eq(wall_of(fx.r->due[i], w0, fx.start), S(1767225605 + 5 * i), "run %d",
+			     i + 1);
+	info = info_of(fx.e, fx.id);
 	cr_assert_eq(info.next_due_wall_ns, S(1767225625));
 	cr_assert_eq(info_skips(&info), 0);
-	destroy_expecting_one_release(e, r);
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(calendar, berlin_spring_forward_and_fall_back)
 {
-	uint64_t start;
 	int64_t w0 = 1774699200; /* 2026-03-28 12:00 UTC; Berlin springs forward the 29th */
-	tw_engine *e = engine_at_wall(0, w0, &start);
-	struct recorder *r = recorder_new(e);
-	tw_id id = add_cron(e, r, "CRON_TZ=Europe/Berlin 0 30 2 * * *", 0);
+	struct cron_task fx = cron_task_begin(0, w0, "CRON_TZ=Europe/Berlin 0 30 2 * * *", 0);
 	/* 02:30 does not exist that day: it fires when the clock jumps, 03:00 CEST */
-	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(1774746000));
-	step(e, (uint64_t)(1774746000 - w0) * 1000);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(wall_of(r->due[0], w0, start), S(1774746000));
-	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(1774830600)); /* 02:30 CEST the 30th */
-	destroy_expecting_one_release(e, r);
+	cr_assert_eq(info_of(fx.e, fx.id).next_due_wall_ns, S(1774746000));
+	step(fx.e, (uint64_t)(1774746000 - w0) * 1000);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(wall_of(fx.r->due[0], w0, fx.start), S(1774746000));
+	/* 02:30 CEST the 30th */
+	cr_assert_eq(info_of(fx.e, fx.id).next_due_wall_ns, S(1774830600));
+	destroy_expecting_one_release(fx.e, fx.r);
 
 	w0 = 1792843200; /* 2026-10-24 12:00 UTC; Berlin falls back the 25th */
-	e = engine_at_wall(0, w0, &start);
-	r = recorder_new(e);
-	id = add_cron(e, r, "CRON_TZ=Europe/Berlin 0 30 2 * * *", 0);
-	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(1792888200)); /* the first 02:30 */
-	step(e, (uint64_t)(1792888200 - w0) * 1000);
-	cr_assert_eq(atomic_load(&r->runs), 1);
+	fx = cron_task_begin(0, w0, "CRON_TZ=Europe/Berlin 0 30 2 * * *", 0);
+	cr_assert_eq(info_of(fx.e, fx.id).next_due_wall_ns, S(1792888200)); /* the first 02:30 */
+	step(fx.e, (uint64_t)(1792888200 - w0) * 1000);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
 	/* the second 02:30, an hour later, does not fire: the next is the 26th, 02:30 CET */
-	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(1792978200));
-	step(e, 3600 * 1000);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	destroy_expecting_one_release(e, r);
+	cr_assert_eq(info_of(fx.e, fx.id).next_due_wall_ns, S(1792978200));
+	step(fx.e, 3600 * 1000);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(calendar, stall_runs_once_for_the_latest)
 {
 	int64_t w0 = 1767225600;
-	uint64_t start;
-	tw_engine *e = engine_at_wall(0, w0, &start);
-	struct recorder *r = recorder_new(e);
-	tw_id id = add_cron(e, r, "CRON_TZ=UTC * * * * * *", 0);
-	step(e, 10000); /* fire times w0 + 1 ... w0 + 10 all passed */
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(wall_of(r->due[0], w0, start), S(w0 + 10));
-	cr_assert_eq(r->skipped[0], 9);
-	tw_task_info info = info_of(e, id);
+	struct cron_task fx = cron_task_begin(0, w0, "CRON_TZ=UTC * * * * * *", 0);
+	step(fx.e, 10000); /* fire times w0 + 1 ... w0 + 10 all passed */
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(wall_of(fx.r->due[0], w0, fx.start), S(w0 + 10));
+	cr_assert_eq(fx.r->skipped[0], 9);
+	tw_task_info info = info_of(fx.e, fx.id);
 	cr_assert_eq(info.skipped_missed, 9);
 	cr_assert_eq(info.next_due_wall_ns, S(w0 + 11));
-	destroy_expecting_one_release(e, r);
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 /*
@@ -124,50 +134,44 @@ Test(calendar, stall_runs_once_for_the_latest)
 Test(calendar, long_stall_runs_for_the_latest_fire_time)
 {
 	int64_t w0 = 1767225600;
-	uint64_t start;
-	tw_engine *e = engine_at_wall(0, w0, &start);
-	struct recorder *r = recorder_new(e);
-	tw_id id = add_cron(e, r, "CRON_TZ=UTC * * * * * *", 0);
-	step(e, 150000 * UINT64_C(1000) + 500); /* fire times w0 + 1 ... w0 + 150 000 passed */
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(wall_of(r->due[0], w0, start), S(w0 + 150000));
-	cr_assert_eq(r->skipped[0], 100000, "counted up to 100 000");
-	tw_task_info info = info_of(e, id);
+	struct cron_task fx = cron_task_begin(0, w0, "CRON_TZ=UTC * * * * * *", 0);
+	step(fx.e, 150000 * UINT64_C(1000) + 500); /* fire times w0 + 1 ... w0 + 150 000 passed */
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(wall_of(fx.r->due[0], w0, fx.start), S(w0 + 150000));
+	cr_assert_eq(fx.r->skipped[0], 100000, "counted up to 100 000");
+	tw_task_info info = info_of(fx.e, fx.id);
 	cr_assert_eq(info.last_lateness_ns, 500 * MS);
 	cr_assert_eq(info.next_due_wall_ns, S(w0 + 150001));
-	step(e, 500);
-	cr_assert_eq(atomic_load(&r->runs), 2);
-	cr_assert_eq(wall_of(r->due[1], w0, start), S(w0 + 150001));
-	destroy_expecting_one_release(e, r);
+	step(fx.e, 500);
+	cr_assert_eq(atomic_load(&fx.r->runs), 2);
+	cr_assert_eq(wall_of(fx.r->due[1], w0, fx.start), S(w0 + 150001));
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 static void overlap(unsigned flags)
 {
 	int64_t w0 = 1767225600;
-	uint64_t start;
-	tw_engine *e = engine_at_wall(0, w0, &start);
-	struct recorder *r = recorder_new(e);
-	tw_id id = add_cron(e, r, "CRON_TZ=UTC * * * * * *", flags);
-	atomic_store(&r->block, true);
-	advance(e, 1000);
-	wait_started(r);
-	advance(e, 1000); /* the next fire time comes during the run */
-	atomic_store(&r->block, false);
-	gate_open(&r->gate, 1);
-	quiesce(e);
-	tw_task_info info = info_of(e, id);
+	struct cron_task fx = cron_task_begin(0, w0, "CRON_TZ=UTC * * * * * *", flags);
+	atomic_store(&fx.r->block, true);
+	advance(fx.e, 1000);
+	wait_started(fx.r);
+	advance(fx.e, 1000); /* the next fire time comes during the run */
+	atomic_store(&fx.r->block, false);
+	gate_open(&fx.r->gate, 1);
+	quiesce(fx.e);
+	tw_task_info info = info_of(fx.e, fx.id);
 	if (flags & TW_RUN_LATE) {
-		cr_assert_eq(atomic_load(&r->runs), 2);
-		cr_assert_eq(wall_of(r->due[1], w0, start), S(w0 + 2));
+		cr_assert_eq(atomic_load(&fx.r->runs), 2);
+		cr_assert_eq(wall_of(fx.r->due[1], w0, fx.start), S(w0 + 2));
 		cr_assert_eq(info.skipped_overlap, 0);
 	} else {
-		cr_assert_eq(atomic_load(&r->runs), 1);
+		cr_assert_eq(atomic_load(&fx.r->runs), 1);
 		cr_assert_eq(info.skipped_overlap, 1);
 	}
 	cr_assert_eq(info.next_due_wall_ns, S(w0 + 3));
-	step(e, 1000);
-	cr_assert_eq(atomic_load(&r->runs), flags & TW_RUN_LATE ? 3 : 2);
-	destroy_expecting_one_release(e, r);
+	step(fx.e, 1000);
+	cr_assert_eq(atomic_load(&fx.r->runs), flags & TW_RUN_LATE ? 3 : 2);
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(calendar, overlap_is_skipped)
@@ -183,66 +187,57 @@ Test(calendar, overlap_runs_late)
 Test(calendar, pause_resume_plans_after_now)
 {
 	int64_t w0 = 1767225601;
-	uint64_t start;
-	tw_engine *e = engine_at_wall(0, w0, &start);
-	struct recorder *r = recorder_new(e);
-	tw_id id = add_cron(e, r, "CRON_TZ=UTC */10 * * * * *", 0);
-	cr_assert_eq(tw_pause(e, id), TW_OK);
-	step(e, 30000);
-	cr_assert_eq(atomic_load(&r->runs), 0);
-	cr_assert_eq(info_of(e, id).next_due_wall_ns, 0);
-	cr_assert_eq(tw_resume(e, id), TW_OK);
-	tw_task_info info = info_of(e, id);
+	struct cron_task fx = cron_task_begin(0, w0, "CRON_TZ=UTC */10 * * * * *", 0);
+	cr_assert_eq(tw_pause(fx.e, fx.id), TW_OK);
+	step(fx.e, 30000);
+	cr_assert_eq(atomic_load(&fx.r->runs), 0);
+	cr_assert_eq(info_of(fx.e, fx.id).next_due_wall_ns, 0);
+	cr_assert_eq(tw_resume(fx.e, fx.id), TW_OK);
+	tw_task_info info = info_of(fx.e, fx.id);
 	cr_assert_eq(info.next_due_wall_ns, S(w0 + 39)); /* now is w0 + 30 = :31 */
-	cr_assert_eq(info.next_due_ns, start + 39000 * MS);
+	cr_assert_eq(info.next_due_ns, fx.start + 39000 * MS);
 	cr_assert_eq(info_skips(&info), 0);
-	step(e, 9000);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	destroy_expecting_one_release(e, r);
+	step(fx.e, 9000);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(calendar, failures_pause_it)
 {
 	int64_t w0 = 1767225600;
-	uint64_t start;
-	tw_engine *e = engine_at_wall(2, w0, &start);
-	struct recorder *r = recorder_new(e);
-	tw_id id = add_cron(e, r, "CRON_TZ=UTC * * * * * *", 0);
-	atomic_store(&r->fail, 1);
-	step(e, 1000);
-	step(e, 1000);
-	tw_task_info info = info_of(e, id);
+	struct cron_task fx = cron_task_begin(2, w0, "CRON_TZ=UTC * * * * * *", 0);
+	atomic_store(&fx.r->fail, 1);
+	step(fx.e, 1000);
+	step(fx.e, 1000);
+	tw_task_info info = info_of(fx.e, fx.id);
 	cr_assert_eq(info.state, TW_PAUSED);
 	cr_assert(info.paused_by_failures);
 	cr_assert_eq(info.failures, 2);
-	atomic_store(&r->fail, 0);
-	step(e, 500);
-	cr_assert_eq(tw_resume(e, id), TW_OK);
-	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(w0 + 3));
-	step(e, 500);
-	cr_assert_eq(atomic_load(&r->runs), 3);
-	destroy_expecting_one_release(e, r);
+	atomic_store(&fx.r->fail, 0);
+	step(fx.e, 500);
+	cr_assert_eq(tw_resume(fx.e, fx.id), TW_OK);
+	cr_assert_eq(info_of(fx.e, fx.id).next_due_wall_ns, S(w0 + 3));
+	step(fx.e, 500);
+	cr_assert_eq(atomic_load(&fx.r->runs), 3);
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(calendar, set_delay_moves_the_next_firing_only)
 {
 	int64_t w0 = 1767225601;
-	uint64_t start;
-	tw_engine *e = engine_at_wall(0, w0, &start);
-	struct recorder *r = recorder_new(e);
-	tw_id id = add_cron(e, r, "CRON_TZ=UTC 0 * * * * *", 0);
-	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(w0 + 59));
-	cr_assert_eq(tw_set_delay(e, id, 2000), TW_OK);
-	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(w0 + 2));
-	step(e, 2000);
-	cr_assert_eq(atomic_load(&r->runs), 1);
-	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(w0 + 59)); /* the calendar resumes */
-	step(e, 57000);
-	cr_assert_eq(atomic_load(&r->runs), 2);
-	cr_assert_eq(wall_of(r->due[1], w0, start), S(w0 + 59));
-	cr_assert_eq(info_of(e, id).next_due_wall_ns, S(w0 + 119));
-	cr_assert_eq(tw_set_period(e, id, 1000), -TW_ESTATE);
-	destroy_expecting_one_release(e, r);
+	struct cron_task fx = cron_task_begin(0, w0, "CRON_TZ=UTC 0 * * * * *", 0);
+	cr_assert_eq(info_of(fx.e, fx.id).next_due_wall_ns, S(w0 + 59));
+	cr_assert_eq(tw_set_delay(fx.e, fx.id, 2000), TW_OK);
+	cr_assert_eq(info_of(fx.e, fx.id).next_due_wall_ns, S(w0 + 2));
+	step(fx.e, 2000);
+	cr_assert_eq(atomic_load(&fx.r->runs), 1);
+	cr_assert_eq(info_of(fx.e, fx.id).next_due_wall_ns, S(w0 + 59)); /* the calendar resumes */
+	step(fx.e, 57000);
+	cr_assert_eq(atomic_load(&fx.r->runs), 2);
+	cr_assert_eq(wall_of(fx.r->due[1], w0, fx.start), S(w0 + 59));
+	cr_assert_eq(info_of(fx.e, fx.id).next_due_wall_ns, S(w0 + 119));
+	cr_assert_eq(tw_set_period(fx.e, fx.id, 1000), -TW_ESTATE);
+	destroy_expecting_one_release(fx.e, fx.r);
 }
 
 Test(calendar, cancel_releases_once)
