@@ -388,3 +388,12 @@ tw_id add_counted_at(tw_engine *e, struct counts *c, uint64_t delay_ms, uint64_t
 	spec.release = count_release;
 	return add_spec_at(e, &spec, line);
 }
+
+void destroy_expecting_releases_at(tw_engine *e, struct counts *c, uint64_t releases, int line)
+{
+	tw_engine_destroy(e);
+	cr_assert_eq(atomic_load(&c->releases), releases,
+		     "line %d: %" PRIu64 " releases, not %" PRIu64, line, atomic_load(&c->releases),
+		     releases);
+	assert_no_leaks();
+}

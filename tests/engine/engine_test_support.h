@@ -194,6 +194,11 @@ struct counts {
 
 int count_callback(const tw_fire *fire, void *arg);
 void count_release(void *arg);
+/* The usual end of a test of counted tasks: destroys the engine, then checks
+ * that c's tasks were released `releases` times and no task memory is left. */
+void destroy_expecting_releases_at(tw_engine *e, struct counts *c, uint64_t releases, int line);
+#define destroy_expecting_releases(e, c, releases) \
+	destroy_expecting_releases_at(e, c, releases, __LINE__)
 tw_id add_counted_at(tw_engine *e, struct counts *c, uint64_t delay_ms, uint64_t period_ms,
 		     int line);
 #define add_counted(e, c, delay_ms, period_ms) add_counted_at(e, c, delay_ms, period_ms, __LINE__)

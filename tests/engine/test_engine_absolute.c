@@ -217,9 +217,7 @@ Test(absolute, set_due_codes)
 	cr_assert_eq(tw_set_due(e, id, now + NS_PER_MS), -TW_ESTATE, "stopped");
 	cr_assert_eq(tw_engine_stop(e, 1000), TW_OK);
 	cr_assert_eq(tw_set_due(e, id, now + NS_PER_MS), -TW_ESHUTDOWN);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 1);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 1);
 }
 
 Test(absolute, real_clock_time_is_not_run_early)

@@ -278,9 +278,7 @@ Test(calendar, refused_expressions_add_nothing)
 	cr_assert_eq(id, 0);
 	tw_engine_stats stats = stats_of(e);
 	cr_assert_eq(stats.tasks_live, 0);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 0);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 0);
 }
 
 Test(calendar, every_is_a_fixed_period)

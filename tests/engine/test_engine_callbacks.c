@@ -353,6 +353,14 @@ struct failing {
 	int value; /* what a failing run returns */
 };
 
+/* A manual engine that pauses a task after max_failures failed runs in a row (0: never). */
+static tw_engine *failing_engine(unsigned max_failures)
+{
+	tw_config cfg = manual_config(1);
+	cfg.max_failures = max_failures;
+	return engine_new(&cfg);
+}
+
 static int failing_callback(const tw_fire *fire, void *arg)
 {
 	struct failing *f = arg;
@@ -365,9 +373,7 @@ static int failing_callback(const tw_fire *fire, void *arg)
 
 Test(callbacks, failing_callback_is_paused_after_max_failures_in_a_row)
 {
-	tw_config cfg = manual_config(1);
-	cfg.max_failures = 3;
-	tw_engine *e = engine_new(&cfg);
+	tw_engine *e = failing_engine(3);
 	struct failing f = { .pattern = 0xffffffffu, .value = 1 };
 	uint64_t t0 = manual_now(e);
 	tw_id id = add_task(e, 1, 1, failing_callback, &f);
@@ -422,9 +428,7 @@ Test(callbacks, failing_callback_is_paused_after_max_failures_in_a_row)
 /* Any nonzero return is a failure, negative ones included. */
 Test(callbacks, negative_return_is_a_failure)
 {
-	tw_config cfg = manual_config(1);
-	cfg.max_failures = 2;
-	tw_engine *e = engine_new(&cfg);
+	tw_engine *e = failing_engine(2);
 	struct failing f = { .pattern = 0xffffffffu, .value = -5 };
 	tw_id id = add_task(e, 1, 1, failing_callback, &f);
 	for (int i = 0; i < 5; i++)
@@ -439,9 +443,7 @@ Test(callbacks, negative_return_is_a_failure)
 /* Failures that are not in a row never pause; a success resets the row. */
 Test(callbacks, failures_not_in_a_row_do_not_pause)
 {
-	tw_config cfg = manual_config(1);
-	cfg.max_failures = 3;
-	tw_engine *e = engine_new(&cfg);
+	tw_engine *e = failing_engine(3);
 	struct failing f = { .pattern = 0x33333333, .value = 1 }; /* fail, fail, ok, ok */
 	tw_id id = add_task(e, 1, 1, failing_callback, &f);
 	for (int i = 1; i <= 64; i++) {
@@ -461,9 +463,7 @@ Test(callbacks, failures_not_in_a_row_do_not_pause)
 
 Test(callbacks, max_failures_zero_never_pauses)
 {
-	tw_config cfg = manual_config(1);
-	cfg.max_failures = 0;
-	tw_engine *e = engine_new(&cfg);
+	tw_engine *e = failing_engine(0);
 	struct failing f = { .pattern = 0xffffffffu, .value = 1 };
 	tw_id id = add_task(e, 1, 1, failing_callback, &f);
 	for (int i = 0; i < 50; i++)
@@ -499,9 +499,7 @@ Test(callbacks, default_max_failures_is_ten)
 /* A user pause clears paused_by_failures' meaning: the flag says why. */
 Test(callbacks, user_pause_is_not_a_pause_by_failures)
 {
-	tw_config cfg = manual_config(1);
-	cfg.max_failures = 5;
-	tw_engine *e = engine_new(&cfg);
+	tw_engine *e = failing_engine(5);
 	struct failing f = { .pattern = 0xffffffffu, .value = 1 };
 	tw_id id = add_task(e, 1, 1, failing_callback, &f);
 	for (int i = 0; i < 3; i++)

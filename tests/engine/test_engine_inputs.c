@@ -87,9 +87,7 @@ Test(inputs, add_refuses_null_pointers_missing_callback_and_unknown_flags)
 	good.flags = TW_CONCURRENT;
 	tw_id id2 = add_spec(e, &good);
 	cr_assert_neq(id, id2);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 2);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 2);
 }
 
 Test(inputs, delays_and_periods_above_the_maximum_are_out_of_range)
@@ -119,9 +117,7 @@ Test(inputs, delays_and_periods_above_the_maximum_are_out_of_range)
 	cr_assert_eq(info.state, TW_WAITING);
 	step(e, 10);
 	cr_assert_eq(atomic_load(&c.runs), 1);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 1);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 1);
 }
 
 /* Large delays and periods: above TW_MAX_DELAY_MS they answer -TW_ERANGE, up
@@ -340,9 +336,7 @@ Test(inputs, manual_clock_ends_the_longest_delay_before_2_to_the_64_ns)
 	struct counts c = { 0 };
 	tw_id id = add_counted(e, &c, TW_MAX_DELAY_MS, 0);
 	cr_assert_eq(info_of(e, id).next_due_ns, now + TW_MAX_DELAY_MS * NS_PER_MS);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 1);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 1);
 }
 
 /* tw_config.reserve_tasks: the table's room made at create (memory_bytes counts it, whole
@@ -411,9 +405,7 @@ Test(inputs, unknown_ids_are_not_found)
 	cr_assert_eq(info.period_ms, 10);
 	step(e, 10);
 	cr_assert_eq(atomic_load(&c.runs), 1);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 1);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 1);
 }
 
 Test(inputs, null_engine_or_out_pointer_is_invalid)
@@ -436,9 +428,7 @@ Test(inputs, null_engine_or_out_pointer_is_invalid)
 	cr_assert_eq(tw_advance(NULL, 1), -TW_EINVAL);
 	cr_assert_eq(tw_quiesce(NULL), -TW_EINVAL);
 	cr_assert_eq(info_of(e, id).state, TW_WAITING);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 1);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 1);
 }
 
 Test(inputs, advance_needs_the_manual_clock)
@@ -499,9 +489,7 @@ Test(inputs, max_tasks_limits_live_tasks)
 	cr_assert_eq(tw_add(e, &spec, &out), -TW_ELIMIT, "paused tasks are live");
 	cr_assert_eq(stats_of(e).tasks_live, 3);
 	(void)a;
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 3);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 3);
 }
 
 /* A task that ended is not live any more: it leaves room for another, even
@@ -578,9 +566,7 @@ Test(inputs, set_delay_many_answers_for_each_id)
 	uint64_t resumed_at = manual_now(e);
 	cr_assert_eq(tw_resume(e, paused), TW_OK);
 	cr_assert_eq(info_of(e, paused).next_due_ns, resumed_at + 20 * NS_PER_MS);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 4);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 4);
 }
 
 /* A refused call touches no task and leaves results as they were. */
@@ -601,9 +587,7 @@ Test(inputs, set_delay_many_refused_calls_change_nothing)
 	cr_assert_eq(tw_engine_stop(e, 1000), TW_OK);
 	cr_assert_eq(tw_set_delay_many(e, &id, 1, 5, results), -TW_ESHUTDOWN);
 	cr_assert_eq(results[0], 12345);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 1);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 1);
 }
 
 /* Out of file descriptors is not the max_tasks cap: -TW_ERESOURCE, in a child

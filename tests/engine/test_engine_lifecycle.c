@@ -427,9 +427,7 @@ Test(lifecycle, many_ended_at_once_are_forgotten_together_on_the_manual_clock)
 	step(e, 1);
 	for (int i = 0; i < N; i++)
 		cr_assert_eq(tw_get(e, ids[i], &info), -TW_ENOTFOUND, "task %d forgotten", i);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), N);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, N);
 }
 
 Test(lifecycle, default_retention_is_five_seconds)

@@ -136,9 +136,7 @@ Test(list, visits_the_live_tasks_with_what_tw_get_answers)
 	for (size_t i = 0; i < 5; i++)
 		cr_assert_geq(seen_at(s, live[i]), 0);
 	seen_free(s);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 6);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 6);
 }
 
 Test(list, an_empty_engine_visits_nothing)
@@ -179,9 +177,7 @@ Test(list, visits_each_task_once_across_chunks_and_reused_slots)
 		cr_assert_eq(has_id(s->id, s->n, ids[i]), i % 3 != 1, "task %zu", i);
 	seen_free(s);
 	free(ids);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), N + (N + 2) / 3);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, N + (N + 2) / 3);
 }
 
 /* ---- the visitor's answer ---- */
@@ -293,9 +289,7 @@ Test(list, the_visitor_may_cancel_pause_and_add)
 	seen_free(ch->seen);
 	free(ch);
 	free(ids);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), N + 400);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, N + 400);
 }
 
 /* ---- while other threads add and cancel ---- */

@@ -487,7 +487,5 @@ Test(metrics, memory_bytes_grows_with_the_table)
 	for (int i = 0; i < N; i++)
 		cr_assert_eq(tw_cancel(e, ids[i]), TW_OK);
 	cr_assert_eq(stats_of(e).memory_bytes, full, "the table keeps its chunks");
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), N);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, N);
 }

@@ -62,9 +62,7 @@ Test(names, find_gives_the_live_task)
 	cr_assert_eq(tw_find(e, "a", NULL), -TW_EINVAL);
 	cr_assert_eq(tw_find(NULL, "a", &found), -TW_EINVAL);
 	cr_assert_eq(found, 0);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 5);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 5);
 }
 
 Test(names, a_name_is_free_once_its_task_ends)
@@ -90,9 +88,7 @@ Test(names, a_name_is_free_once_its_task_ends)
 	tw_id fourth = add_named(e, &c, "job", 10);
 	cr_assert_eq(tw_find(e, "job", &found), TW_OK);
 	cr_assert_eq(found, fourth);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 4);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 4);
 }
 
 static int collect(tw_id id, const tw_task_info *info, void *ctx)
@@ -158,9 +154,7 @@ Test(names, bad_names_are_refused)
 	}
 	cr_assert_eq(id, 0);
 	cr_assert_eq(stats_of(e).tasks_live, 0);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 0);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 0);
 }
 
 enum { RACERS = 8, ROUNDS = 200 };
@@ -233,9 +227,7 @@ Test(names, named_heartbeats_on_a_common_grid)
 	cr_assert_eq(atomic_load(&c.runs), 9, "the nine left on the grid fire together");
 	step(e, 50);
 	cr_assert_eq(atomic_load(&c.runs), 10);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 10);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 10);
 }
 
 static char *metrics_text(tw_engine *e, const tw_metrics_options *opt)
@@ -325,9 +317,7 @@ Test(names, many_names_grow_the_tables)
 		tw_id found = 0;
 		cr_assert_eq(tw_find(e, name, &found), i % 2 ? -TW_ENOTFOUND : TW_OK, "%s", name);
 	}
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), N);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, N);
 }
 
 /* One thread adds and cancels a name in a loop while another finds it and reads it: a task

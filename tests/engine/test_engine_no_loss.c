@@ -110,9 +110,7 @@ Test(no_loss, due_now_waits_for_the_next_advance)
 	cr_assert_eq(info_of(e, id).state, TW_WAITING);
 	step(e, 0);
 	cr_assert_eq(atomic_load(&c.runs), 1);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 1);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 1);
 }
 
 /* A firing that comes due while the one-shot's own run is going, on the manual clock: the

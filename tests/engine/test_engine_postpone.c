@@ -157,9 +157,7 @@ Test(postpone, delays_of_two_to_the_31_ms_and_more)
 	assert_due(e, id, t0 + MS(21));
 	step(e, 20);
 	cr_assert_eq(atomic_load(&c.runs), 1);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 1);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 1);
 }
 
 Test(postpone, codes_for_ids_and_states)
@@ -180,9 +178,7 @@ Test(postpone, codes_for_ids_and_states)
 	step(e, 1);
 	cr_assert_eq(tw_engine_stop(e, 0), TW_OK);
 	cr_assert_eq(tw_set_delay(e, live, 10), -TW_ESHUTDOWN);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 3);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 3);
 }
 
 struct from_new_thread {
@@ -210,9 +206,7 @@ Test(postpone, from_a_thread_new_to_the_library)
 	cr_assert_eq(pthread_join(thread, NULL), 0);
 	cr_assert_eq(t.rc, TW_OK);
 	assert_due(e, t.id, t0 + MS(401));
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 1);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 1);
 }
 
 Test(postpone, the_new_due_replaces_a_firing_that_waits_for_the_run)

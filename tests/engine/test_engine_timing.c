@@ -421,9 +421,7 @@ Test(timing, lateness_histogram_on_the_manual_clock)
 	for (int b = 0; b < TW_LATENESS_BUCKETS; b++)
 		sum += s.lateness_us[b];
 	cr_assert_eq(sum, 2);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 2);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 2);
 }
 
 /* ---- the real clock ---- */
@@ -647,9 +645,7 @@ Test(timing, set_delay_many_moves_every_task_like_set_delay)
 	cr_assert_eq(atomic_load(&c.runs), N / 2);
 	step(e, 1);
 	cr_assert_eq(atomic_load(&c.runs), N, "the other half fired at t0 + 50");
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), N);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, N);
 }
 
 /* Real clock: a change whose due comes at or after the tick the wheel thread sleeps until
@@ -676,9 +672,7 @@ Test(timing, changes_due_after_the_armed_tick_do_not_wake_the_wheel_thread)
 	add_counted(e, &soon, 5, 0);
 	cr_assert(wait_eq(&soon.runs, 1), "a task due before the armed tick runs");
 	cr_assert_eq(atomic_load(&anchor.runs), 0);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&later.releases), ADDS);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &later, ADDS);
 }
 
 /* Wake-ups of the wheel thread per ms of the test's time, over `gaps` pauses of 1 ms, each
@@ -762,9 +756,7 @@ Test(timing, ended_tasks_wake_a_sleeping_wheel_thread_to_be_reaped)
 	tw_id oneshot = add_counted(e, &c, 1, 0);
 	cr_assert(wait_eq(&c.runs, 1));
 	cr_assert(forgotten(e, oneshot), "a one-shot that ran is reaped");
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), 2);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, 2);
 }
 
 /* Real clock: cancels while the wheel thread sleeps until a due far ahead (a server's
@@ -792,9 +784,7 @@ Test(timing, cancels_within_retain_ms_wake_a_far_sleeping_wheel_thread_once)
 	if (took_ms < cfg.retain_ms) /* else the machine stalled the test: reaps came due */
 		cr_assert_leq(woke, 10, "%" PRIu64 " wake-ups for %d cancels in %" PRIu64 " ms",
 			      woke, CANCELS, took_ms);
-	tw_engine_destroy(e);
-	cr_assert_eq(atomic_load(&c.releases), CANCELS);
-	assert_no_leaks();
+	destroy_expecting_releases(e, &c, CANCELS);
 }
 
 /* Real clock: a task cancelled while the wheel thread sleeps until a tick within retain_ms
