@@ -4,6 +4,9 @@
  */
 #include "engine_test_support.h"
 
+/* core/'s hook for the manual clock's wall time; the test programs link the static library. */
+void tw__engine_set_manual_wall(tw_engine *e, int64_t wall_ns);
+
 void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
@@ -82,6 +85,11 @@ void step_at(tw_engine *e, uint64_t ms, int line)
 {
 	advance_at(e, ms, line);
 	quiesce_at(e, line);
+}
+
+void set_manual_wall(tw_engine *e, int64_t wall_ns)
+{
+	tw__engine_set_manual_wall(e, wall_ns);
 }
 
 /* ---- tasks ---- */

@@ -69,6 +69,10 @@ void quiesce_at(tw_engine *e, int line);
 void step_at(tw_engine *e, uint64_t ms, int line);
 #define step(e, ms) step_at(e, ms, __LINE__)
 
+/* Sets the manual clock's wall time (ns since the epoch) to read wall_ns now:
+ * the engine's test hook below the API, named in engine_test_support.c only. */
+void set_manual_wall(tw_engine *e, int64_t wall_ns);
+
 /* ---- tasks ---- */
 
 tw_task_spec spec_of(uint64_t delay_ms, uint64_t period_ms, tw_callback cb, void *arg);

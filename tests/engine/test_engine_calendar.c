@@ -8,9 +8,6 @@
  */
 #include "engine_test_support.h"
 
-/* core/calendar.h: tests link the static library. */
-void tw__engine_set_manual_wall(tw_engine *e, int64_t wall_ns);
-
 #define S(x) ((int64_t)(x)*1000000000)
 #define MS   UINT64_C(1000000)
 
@@ -21,7 +18,7 @@ static tw_engine *engine_at_wall(unsigned max_failures, int64_t wall_s, uint64_t
 	if (max_failures)
 		cfg.max_failures = max_failures;
 	tw_engine *e = engine_new(&cfg);
-	tw__engine_set_manual_wall(e, S(wall_s));
+	set_manual_wall(e, S(wall_s));
 	*start = manual_now_at(e, __LINE__);
 	return e;
 }
@@ -308,12 +305,12 @@ Test(calendar, wall_clock_set_replans_calendar_tasks_only)
 	struct counts c = { 0 };
 	tw_id mono = add_counted(e, &c, 3600 * 1000, 3600 * 1000);
 	cr_assert_eq(info_of(e, cal).next_due_ns, start + 12 * 3600000 * MS);
-	tw__engine_set_manual_wall(e, S(w0 + 3600)); /* the clock set an hour forward */
+	set_manual_wall(e, S(w0 + 3600)); /* the clock set an hour forward */
 	tw_task_info info = info_of(e, cal);
 	cr_assert_eq(info.next_due_ns, start + 11 * 3600000 * MS);
 	cr_assert_eq(info.next_due_wall_ns, S(w0 + 12 * 3600));
 	cr_assert_eq(info_of(e, mono).next_due_ns, start + 3600000 * MS);
-	tw__engine_set_manual_wall(e, S(w0)); /* and back */
+	set_manual_wall(e, S(w0)); /* and back */
 	cr_assert_eq(info_of(e, cal).next_due_ns, start + 12 * 3600000 * MS);
 	cr_assert_eq(info_of(e, mono).next_due_ns, start + 3600000 * MS);
 	step(e, 12 * 3600 * 1000 - 1);
@@ -321,7 +318,7 @@ Test(calendar, wall_clock_set_replans_calendar_tasks_only)
 	step(e, 1);
 	cr_assert_eq(atomic_load(&r->runs), 1);
 	/* set forward past a fire time: it fires at once, as after a stall */
-	tw__engine_set_manual_wall(e, S(w0 + 36 * 3600 + 60));
+	set_manual_wall(e, S(w0 + 36 * 3600 + 60));
 	step(e, 0);
 	cr_assert_eq(atomic_load(&r->runs), 2);
 	cr_assert_eq(info_of(e, cal).next_due_wall_ns, S(w0 + 60 * 3600));

@@ -12,9 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* core/calendar.h: tests link the static library. */
-void tw__engine_set_manual_wall(tw_engine *e, int64_t wall_ns);
-
 #define S(x)  ((int64_t)(x)*1000000000)
 #define MSNS  UINT64_C(1000000)
 #define WALL0 S(1767225600) /* 2026-01-01 00:00:00 UTC */
@@ -60,7 +57,7 @@ static inline tw_engine *engine_at(int64_t wall, uint64_t max_tasks, uint64_t *s
 	cfg.max_tasks = max_tasks;
 	tw_engine *e = engine_new(&cfg);
 	*start = manual_now(e);
-	tw__engine_set_manual_wall(e, wall);
+	set_manual_wall(e, wall);
 	return e;
 }
 
