@@ -1,7 +1,7 @@
 /*
  * snapshot_test.h - what the snapshot suites share: a directory of their own for the files,
  * manual engines at a chosen wall-clock time, and a resolver that maps names to counters and
- * counts what it was handed and what was released.
+ * counts what it was handed and what was released. Defined in snapshot_test_support.c.
  */
 #ifndef TICKWHEEL_TESTS_SNAPSHOT_TEST_H
 #define TICKWHEEL_TESTS_SNAPSHOT_TEST_H
@@ -21,45 +21,17 @@ struct tmpdir {
 	char path[128]; /* dir/snap */
 };
 
-static inline void tmpdir_make(struct tmpdir *t)
-{
-	snprintf(t->dir, sizeof t->dir, "/tmp/tw-snapshot-XXXXXX");
-	cr_assert_not_null(mkdtemp(t->dir), "mkdtemp: %s", strerror(errno));
-	snprintf(t->path, sizeof t->path, "%s/snap", t->dir);
-}
+/* A new directory of the test's own, under /tmp. */
+struct tmpdir tmpdir_make(void);
 
 /* Removes the directory and what is in it (the tests leave files of known names only). */
-static inline void tmpdir_remove(struct tmpdir *t)
-{
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->dir);
-	cr_assert_eq(system(cmd), 0);
-}
+void tmpdir_remove(struct tmpdir *t);
 
 /* Files in the directory (a temporary one left behind shows here). */
-static inline int tmpdir_files(struct tmpdir *t)
-{
-	char cmd[160];
-	snprintf(cmd, sizeof cmd, "ls -A '%s' | wc -l", t->dir);
-	FILE *p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	int n = -1;
-	cr_assert_eq(fscanf(p, "%d", &n), 1);
-	pclose(p);
-	return n;
-}
+int tmpdir_files(struct tmpdir *t);
 
 /* A manual engine whose wall clock reads wall now; *start gets its manual time then. */
-static inline tw_engine *engine_at(int64_t wall, uint64_t max_tasks, uint64_t *start)
-{
-	tw_config cfg = manual_config(1);
-	cfg.max_failures = 2;
-	cfg.max_tasks = max_tasks;
-	tw_engine *e = engine_new(&cfg);
-	*start = manual_now(e);
-	set_manual_wall(e, wall);
-	return e;
-}
+tw_engine *engine_at(int64_t wall, uint64_t max_tasks, uint64_t *start);
 
 /* ---- the resolver ---- */
 
@@ -83,111 +55,29 @@ struct app {
 	char seen_cron[NAMES][128];
 };
 
-static inline int app_callback(const tw_fire *fire, void *arg)
-{
-	struct task_arg *a = arg;
-	atomic_fetch_add(&a->app->counts[a->index].runs, 1);
-	atomic_store(&a->app->fire_skipped[a->index], fire->skipped);
-	return 0;
-}
+/* The app's callbacks: count the run (app_failing then fails it); the release counts too. */
+int app_callback(const tw_fire *fire, void *arg);
+int app_failing(const tw_fire *fire, void *arg);
+void app_release(void *arg);
+/* The index of name in app->names, or -1. */
+int app_index(struct app *app, const char *name);
+/* The resolver: a known name gets its counters ("fail..." names app_failing). */
+int app_resolve(const tw_snapshot_task *task, void *ctx, tw_resolved *out);
 
-static inline int app_failing(const tw_fire *fire, void *arg)
-{
-	app_callback(fire, arg);
-	return 1;
-}
-
-static inline void app_release(void *arg)
-{
-	struct task_arg *a = arg;
-	atomic_fetch_add(&a->app->counts[a->index].releases, 1);
-}
-
-static inline int app_index(struct app *app, const char *name)
-{
-	for (int i = 0; i < NAMES && app->names[i]; i++)
-		if (!strcmp(app->names[i], name))
-			return i;
-	return -1;
-}
-
-static inline int app_resolve(const tw_snapshot_task *task, void *ctx, tw_resolved *out)
-{
-	struct app *app = ctx;
-	if (++app->calls == app->fail_at)
-		return -TW_ENOMEM;
-	int i = app_index(app, task->name);
-	if (i < 0 || (app->decline && !strcmp(app->decline, task->name)))
-		return TW_RESOLVE_DECLINE;
-	app->seen[i] = *task;
-	app->seen[i].name = app->names[i];
-	if (task->cron) {
-		snprintf(app->seen_cron[i], sizeof app->seen_cron[i], "%s", task->cron);
-		app->seen[i].cron = app->seen_cron[i];
-	}
-	app->args[i] = (struct task_arg){ app, i };
-	out->callback = strncmp(task->name, "fail", 4) ? app_callback : app_failing;
-	out->arg = &app->args[i];
-	out->release = app_release;
-	return 0;
-}
-
-static inline tw_id add_named_at(tw_engine *e, struct app *app, const char *name, uint64_t delay,
-				 uint64_t period, const char *cron, unsigned flags,
-				 unsigned misfire, int line)
-{
-	int i = app_index(app, name);
-	cr_assert_geq(i, 0, "line %d: %s is not one of the app's names", line, name);
-	app->args[i] = (struct task_arg){ app, i };
-	tw_task_spec spec =
-		spec_of(delay, period, strncmp(name, "fail", 4) ? app_callback : app_failing,
-			&app->args[i]);
-	spec.release = app_release;
-	spec.name = name;
-	spec.cron = cron;
-	spec.flags = flags;
-	spec.misfire = misfire;
-	return add_spec_at(e, &spec, line);
-}
+tw_id add_named_at(tw_engine *e, struct app *app, const char *name, uint64_t delay, uint64_t period,
+		   const char *cron, unsigned flags, unsigned misfire, int line);
 #define add_named(e, app, name, delay, period, cron, flags, misfire) \
 	add_named_at(e, app, name, delay, period, cron, flags, misfire, __LINE__)
 
-static inline tw_id find_at(tw_engine *e, const char *name, int line)
-{
-	tw_id id = 0;
-	int rc = tw_find(e, name, &id);
-	cr_assert_eq(rc, TW_OK, "line %d: tw_find(%s): %s", line, name, tw_strerror(rc));
-	return id;
-}
+tw_id find_at(tw_engine *e, const char *name, int line);
 #define find(e, name) find_at(e, name, __LINE__)
 
-static inline uint64_t snapshot_at(tw_engine *e, const char *path, int line)
-{
-	uint64_t n = UINT64_MAX;
-	int rc = tw_snapshot(e, path, &n);
-	cr_assert_eq(rc, TW_OK, "line %d: tw_snapshot: %s (%s)", line, tw_strerror(rc),
-		     strerror(errno));
-	return n;
-}
+uint64_t snapshot_at(tw_engine *e, const char *path, int line);
 #define snapshot(e, path) snapshot_at(e, path, __LINE__)
 
 /* The whole file, malloc'ed. */
-static inline uint8_t *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	uint8_t *buf = malloc(1 << 20);
-	*len = fread(buf, 1, 1 << 20, f);
-	fclose(f);
-	return buf;
-}
-
-static inline void spit(const char *path, const uint8_t *buf, size_t len)
-{
-	FILE *f = fopen(path, "wb");
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	cr_assert_eq(fwrite(buf, 1, len, f), len);
-	cr_assert_eq(fclose(f), 0);
-}
+uint8_t *slurp(const char *path, size_t *len);
+/* Writes the file whole. */
+void spit(const char *path, const uint8_t *buf, size_t len);
 
 #endif

@@ -27,8 +27,7 @@ static tw_restore_result restore_at(tw_engine *e, const char *path, struct app *
 
 Test(snapshot, round_trip_keeps_schedules_dues_pauses_counters_and_flags)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
+	struct tmpdir t = tmpdir_make();
 	uint64_t s1, s2;
 	tw_engine *a = engine_at(WALL0, 0, &s1);
 	struct app app = { .names = APP_NAMES };
@@ -121,8 +120,7 @@ Test(snapshot, round_trip_keeps_schedules_dues_pauses_counters_and_flags)
 
 Test(snapshot, an_engine_without_named_tasks_writes_an_empty_snapshot)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
+	struct tmpdir t = tmpdir_make();
 	uint64_t s;
 	tw_engine *a = engine_at(WALL0, 0, &s);
 	struct counts c = { 0 };
@@ -158,8 +156,7 @@ static tw_engine *restart(struct tmpdir *t, struct app *app, const char *name, u
 
 Test(snapshot, run_once_runs_a_periodic_task_at_restore_and_counts_the_rest_missed)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
+	struct tmpdir t = tmpdir_make();
 	struct app app = { .names = APP_NAMES };
 	uint64_t s;
 	tw_restore_result res;
@@ -187,8 +184,7 @@ Test(snapshot, run_once_runs_a_periodic_task_at_restore_and_counts_the_rest_miss
 
 Test(snapshot, skip_moves_a_periodic_task_to_its_next_due_on_its_phase)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
+	struct tmpdir t = tmpdir_make();
 	struct app app = { .names = APP_NAMES };
 	uint64_t s;
 	tw_restore_result res;
@@ -215,8 +211,7 @@ Test(snapshot, skip_moves_a_periodic_task_to_its_next_due_on_its_phase)
 
 Test(snapshot, run_once_and_skip_on_a_calendar_task)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
+	struct tmpdir t = tmpdir_make();
 	const char *every10 = "CRON_TZ=UTC */10 * * * * *";
 	struct app app = { .names = APP_NAMES };
 	uint64_t s;
@@ -254,8 +249,7 @@ Test(snapshot, run_once_and_skip_on_a_calendar_task)
 
 Test(snapshot, calendar_missed_fire_times_are_counted_up_to_the_bound)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
+	struct tmpdir t = tmpdir_make();
 	struct app app = { .names = APP_NAMES };
 	uint64_t s;
 	tw_restore_result res;
@@ -281,8 +275,7 @@ Test(snapshot, calendar_missed_fire_times_are_counted_up_to_the_bound)
 
 Test(snapshot, a_one_shot_runs_at_restore_or_expires)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
+	struct tmpdir t = tmpdir_make();
 	struct app app = { .names = APP_NAMES };
 	uint64_t s;
 	tw_restore_result res;
@@ -310,8 +303,7 @@ Test(snapshot, a_one_shot_runs_at_restore_or_expires)
 
 Test(snapshot, a_due_still_ahead_is_kept_whatever_the_policy)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
+	struct tmpdir t = tmpdir_make();
 	struct app app = { .names = APP_NAMES };
 	uint64_t s;
 	tw_restore_result res;
@@ -325,8 +317,7 @@ Test(snapshot, a_due_still_ahead_is_kept_whatever_the_policy)
 
 Test(snapshot, the_resolver_may_decline_a_task)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
+	struct tmpdir t = tmpdir_make();
 	uint64_t s;
 	tw_engine *a = engine_at(WALL0, 0, &s);
 	struct app app = { .names = APP_NAMES };
@@ -350,8 +341,7 @@ Test(snapshot, the_resolver_may_decline_a_task)
 
 Test(snapshot, a_snapshot_replaces_the_previous_one_whole)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
+	struct tmpdir t = tmpdir_make();
 	uint64_t s;
 	tw_engine *a = engine_at(WALL0, 0, &s);
 	struct app app = { .names = APP_NAMES };
@@ -374,8 +364,7 @@ Test(snapshot, a_snapshot_replaces_the_previous_one_whole)
 
 Test(snapshot, snapshot_refusals_leave_no_file)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
+	struct tmpdir t = tmpdir_make();
 	uint64_t s;
 	tw_engine *a = engine_at(WALL0, 0, &s);
 	struct app app = { .names = APP_NAMES };
@@ -421,8 +410,7 @@ static int snapshot_callback(const tw_fire *fire, void *arg)
 
 Test(snapshot, a_callback_may_snapshot_its_own_engine)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
+	struct tmpdir t = tmpdir_make();
 	uint64_t s;
 	tw_engine *a = engine_at(WALL0, 0, &s);
 	struct in_callback c = { .e = a, .path = t.path, .rc = 1 };
@@ -489,8 +477,7 @@ static bool exists(const char *dir, const char *name)
  * another path's, not a name mkstemp does not make, not a link. */
 Test(snapshot, stale_temporary_files_of_the_path_are_removed)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
+	struct tmpdir t = tmpdir_make();
 	static const char magic[] = "\x89TWSNAP\n and then whatever a killed writer left";
 	int fds[] = {
 		put_file(t.dir, "snap.tmp-AbC123", "", 0),               /* killed at once */
@@ -536,8 +523,7 @@ Test(snapshot, stale_temporary_files_of_the_path_are_removed)
  * whether it exists yet or not) is replaced, by a temporary file in that file's directory. */
 Test(snapshot, a_symlink_is_written_through)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
+	struct tmpdir t = tmpdir_make();
 	char sub[128], p[256];
 	snprintf(sub, sizeof sub, "%s/sub", t.dir);
 	cr_assert_eq(mkdir(sub, 0700), 0);
@@ -592,8 +578,7 @@ Test(snapshot, a_symlink_is_written_through)
  * trip: the same text comes back, and the same schedule. */
 Test(snapshot, a_long_cron_text_round_trips)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
+	struct tmpdir t = tmpdir_make();
 	enum { LEN = 100000 };
 	char *text = malloc(LEN + 1);
 	memset(text, ' ', LEN);

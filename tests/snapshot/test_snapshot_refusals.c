@@ -36,13 +36,29 @@ static void write_five(struct tmpdir *t)
 	tw_engine_destroy(a);
 }
 
+/* A directory of the test's own holding write_five's snapshot. */
+static struct tmpdir five_written(void)
+{
+	struct tmpdir t = tmpdir_make();
+	write_five(&t);
+	return t;
+}
+
+/* An engine to restore into, its wall clock at wall (max_tasks 0: the default), and the
+ * app whose resolver the restore is given. */
+static tw_engine *restore_target(int64_t wall, uint64_t max_tasks, struct app *app)
+{
+	uint64_t start;
+	tw_engine *e = engine_at(wall, max_tasks, &start);
+	app_init(app);
+	return e;
+}
+
 /* tw_restore of path into a fresh engine must fail with code, leaving nothing. */
 static void refused_at(const char *path, int code, const char *what, int line)
 {
-	uint64_t s;
-	tw_engine *b = engine_at(WALL0, 0, &s);
 	struct app app;
-	app_init(&app);
+	tw_engine *b = restore_target(WALL0, 0, &app);
 	tw_restore_result res;
 	int rc = tw_restore(b, path, app_resolve, &app, &res);
 	cr_assert_eq(rc, code, "line %d, %s: %s, expected %s", line, what, tw_strerror(rc),
@@ -56,9 +72,7 @@ static void refused_at(const char *path, int code, const char *what, int line)
 
 Test(refusals, a_snapshot_cut_at_any_byte_is_refused)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
-	write_five(&t);
+	struct tmpdir t = five_written();
 	size_t len;
 	uint8_t *good = slurp(t.path, &len);
 	char cut[160], what[64];
@@ -74,9 +88,7 @@ Test(refusals, a_snapshot_cut_at_any_byte_is_refused)
 
 Test(refusals, a_snapshot_with_any_bit_flipped_is_refused)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
-	write_five(&t);
+	struct tmpdir t = five_written();
 	size_t len;
 	uint8_t *good = slurp(t.path, &len);
 	/* Through the parser (every bit), and through tw_restore for a bit of each byte. */
@@ -110,9 +122,7 @@ static void reseal(uint8_t *buf, size_t len)
 
 Test(refusals, another_version_no_snapshot_empty_and_missing)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
-	write_five(&t);
+	struct tmpdir t = five_written();
 	size_t len;
 	uint8_t *buf = slurp(t.path, &len);
 	buf[8] = 2; /* version 2, sealed: a newer writer's file */
@@ -129,10 +139,8 @@ Test(refusals, another_version_no_snapshot_empty_and_missing)
 	snprintf(missing, sizeof missing, "%s/missing", t.dir);
 	errno = 0;
 	refused(missing, -TW_EIO, "a missing file");
-	uint64_t s;
-	tw_engine *b = engine_at(WALL0, 0, &s);
 	struct app app;
-	app_init(&app);
+	tw_engine *b = restore_target(WALL0, 0, &app);
 	errno = 0;
 	cr_assert_eq(tw_restore(b, missing, app_resolve, &app, NULL), -TW_EIO);
 	cr_assert_eq(errno, ENOENT);
@@ -148,9 +156,7 @@ Test(refusals, another_version_no_snapshot_empty_and_missing)
 
 Test(refusals, records_that_are_not_valid_are_refused_under_a_good_checksum)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
-	write_five(&t);
+	struct tmpdir t = five_written();
 	size_t len;
 	uint8_t *good = slurp(t.path, &len);
 	struct {
@@ -193,13 +199,9 @@ Test(refusals, records_that_are_not_valid_are_refused_under_a_good_checksum)
 
 Test(refusals, a_name_taken_in_the_engine_refuses_the_restore_whole)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
-	write_five(&t);
-	uint64_t s;
-	tw_engine *b = engine_at(WALL0, 0, &s);
+	struct tmpdir t = five_written();
 	struct app app;
-	app_init(&app);
+	tw_engine *b = restore_target(WALL0, 0, &app);
 	tw_id mine = add_named(b, &app, "cron", 1000, 0, NULL, 0, 0);
 	struct app app2;
 	app_init(&app2);
@@ -226,13 +228,9 @@ static void assert_released_once(struct app *app, int resolved)
 
 Test(refusals, max_tasks_too_low_leaves_nothing_half_loaded)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
-	write_five(&t);
-	uint64_t s;
-	tw_engine *b = engine_at(WALL0 + S(3600), 3, &s);
+	struct tmpdir t = five_written();
 	struct app app;
-	app_init(&app);
+	tw_engine *b = restore_target(WALL0 + S(3600), 3, &app);
 	tw_restore_result res;
 	cr_assert_eq(tw_restore(b, t.path, app_resolve, &app, &res), -TW_ELIMIT);
 	/* An hour later: the one-shot "once" (TW_MISFIRE_SKIP) expired, four are resolved,
@@ -253,13 +251,9 @@ Test(refusals, max_tasks_too_low_leaves_nothing_half_loaded)
 
 Test(refusals, a_resolver_error_stops_the_restore_and_releases_what_it_accepted)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
-	write_five(&t);
-	uint64_t s;
-	tw_engine *b = engine_at(WALL0, 0, &s);
+	struct tmpdir t = five_written();
 	struct app app;
-	app_init(&app);
+	tw_engine *b = restore_target(WALL0, 0, &app);
 	app.fail_at = 4;
 	cr_assert_eq(tw_restore(b, t.path, app_resolve, &app, NULL), -TW_ENOMEM);
 	cr_assert_eq(stats_of(b).tasks_live, 0);
@@ -271,9 +265,7 @@ Test(refusals, a_resolver_error_stops_the_restore_and_releases_what_it_accepted)
 
 Test(refusals, a_restore_after_stop_is_refused)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
-	write_five(&t);
+	struct tmpdir t = five_written();
 	uint64_t s;
 	tw_engine *b = engine_at(WALL0, 0, &s);
 	cr_assert_eq(tw_engine_stop(b, 1000), TW_OK);
@@ -289,9 +281,7 @@ Test(refusals, a_name_twice_in_a_file_keeps_the_later_record)
 {
 	/* Two records named "beat" (a task ended and named again during the walk): made
 	 * here by renaming the second record of a file, "once" -> "beat". */
-	struct tmpdir t;
-	tmpdir_make(&t);
-	write_five(&t);
+	struct tmpdir t = five_written();
 	size_t len;
 	uint8_t *buf = slurp(t.path, &len);
 	struct snap_file f;
@@ -302,10 +292,8 @@ Test(refusals, a_name_twice_in_a_file_keeps_the_later_record)
 	memcpy(buf + second, "beat", 4);
 	reseal(buf, len);
 	spit(t.path, buf, len);
-	uint64_t s;
-	tw_engine *b = engine_at(WALL0, 0, &s);
 	struct app app;
-	app_init(&app);
+	tw_engine *b = restore_target(WALL0, 0, &app);
 	tw_restore_result res;
 	cr_assert_eq(tw_restore(b, t.path, app_resolve, &app, &res), TW_OK);
 	cr_assert_eq(res.records, 5);
@@ -333,13 +321,9 @@ Test(refusals, the_new_codes_have_names_of_their_own)
 
 Test(refusals, a_result_of_an_older_size_is_filled_to_that_size_only)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
-	write_five(&t);
-	uint64_t s;
-	tw_engine *b = engine_at(WALL0, 0, &s);
+	struct tmpdir t = five_written();
 	struct app app;
-	app_init(&app);
+	tw_engine *b = restore_target(WALL0, 0, &app);
 	struct {
 		tw_restore_result known;
 		unsigned char guard[16];
@@ -357,9 +341,7 @@ Test(refusals, a_result_of_an_older_size_is_filled_to_that_size_only)
 
 Test(refusals, a_zone_this_machine_lacks_refuses_the_restore_whole)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
-	write_five(&t);
+	struct tmpdir t = five_written();
 	size_t len;
 	uint8_t *buf = slurp(t.path, &len);
 	uint8_t *at = memmem(buf, len, "Europe/Berlin", 13);
@@ -393,14 +375,11 @@ static void write_calendar(const char *path, const char *text, int64_t due, int6
 /* What tw_add refuses, tw_restore refuses whole, before the resolver sees any task. */
 Test(refusals, what_tw_add_refuses_restore_refuses)
 {
-	struct tmpdir t;
-	tmpdir_make(&t);
+	struct tmpdir t = tmpdir_make();
 	/* the file is good: a due schedule restores */
 	write_calendar(t.path, "CRON_TZ=UTC 0 0 0 * * *", WALL0 + S(3600), WALL0);
-	uint64_t s;
-	tw_engine *b = engine_at(WALL0, 0, &s);
 	struct app app;
-	app_init(&app);
+	tw_engine *b = restore_target(WALL0, 0, &app);
 	tw_restore_result res;
 	cr_assert_eq(tw_restore(b, t.path, app_resolve, &app, &res), TW_OK);
 	cr_assert_eq(res.restored, 1);
