@@ -67,6 +67,13 @@ tw_engine *manual_engine_at(unsigned executors, int line)
 	return engine_new_at(&cfg, line);
 }
 
+tw_engine *queue_limited_engine_at(unsigned executors, unsigned queue_capacity, int line)
+{
+	tw_config cfg = manual_config(executors);
+	cfg.queue_capacity = queue_capacity;
+	return engine_new_at(&cfg, line);
+}
+
 /* Advances only: the runs may still be going when it returns. */
 void advance_at(tw_engine *e, uint64_t ms, int line)
 {
@@ -334,6 +341,13 @@ void start_blocked_run_at(tw_engine *e, struct recorder *r, int line)
 	atomic_store(&r->block, true);
 	advance_at(e, 1, line);
 	wait_started_at(r, line);
+}
+
+tw_id run_blocked_one_shot_at(tw_engine *e, struct recorder *r, int line)
+{
+	tw_id id = add_recorded_at(e, r, 1, 0, 0, line);
+	start_blocked_run_at(e, r, line);
+	return id;
 }
 
 /* The checks every recorder ends with. */

@@ -60,6 +60,11 @@ tw_engine *engine_new_at(const tw_config *cfg, int line);
 tw_engine *manual_engine_at(unsigned executors, int line);
 #define manual_engine(executors) manual_engine_at(executors, __LINE__)
 
+/* A manual engine whose executors' queues hold queue_capacity firings each. */
+tw_engine *queue_limited_engine_at(unsigned executors, unsigned queue_capacity, int line);
+#define queue_limited_engine(executors, queue_capacity) \
+	queue_limited_engine_at(executors, queue_capacity, __LINE__)
+
 /* Advances only: the runs may still be going when it returns. */
 void advance_at(tw_engine *e, uint64_t ms, int line);
 #define advance(e, ms) advance_at(e, ms, __LINE__)
@@ -164,6 +169,11 @@ void wait_started_at(struct recorder *r, int line);
  * task due then (r's, added with a delay of 1) has started when this returns. */
 void start_blocked_run_at(tw_engine *e, struct recorder *r, int line);
 #define start_blocked_run(e, r) start_blocked_run_at(e, r, __LINE__)
+
+/* Adds a one-shot of r's due in 1 ms, and starts its run blocked as
+ * start_blocked_run does: the executor it holds is busy until r's gate opens. */
+tw_id run_blocked_one_shot_at(tw_engine *e, struct recorder *r, int line);
+#define run_blocked_one_shot(e, r) run_blocked_one_shot_at(e, r, __LINE__)
 
 /* The checks every recorder ends with. */
 void assert_recorder_sane(struct recorder *r);

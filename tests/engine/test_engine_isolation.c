@@ -62,10 +62,7 @@ Test(isolation, firings_queued_behind_a_blocked_run_are_taken_manual_clock)
 	enum { N = 20 };
 	tw_engine *e = manual_engine(2);
 	struct recorder *blocker = recorder_new(e);
-	add_recorded(e, blocker, 1, 0, 0);
-	atomic_store(&blocker->block, true);
-	advance(e, 1);
-	wait_started(blocker);
+	run_blocked_one_shot(e, blocker);
 	sleep_ms(5); /* the run has lasted HOLD_NS */
 	struct counts c[N];
 	memset(c, 0, sizeof c);

@@ -132,10 +132,7 @@ Test(lifecycle, cancel_before_a_queued_run_starts_prevents_it)
 {
 	tw_engine *e = manual_engine(1);
 	struct recorder *blocker = recorder_new(e), *r = recorder_new(e);
-	add_recorded(e, blocker, 1, 0, 0);
-	atomic_store(&blocker->block, true);
-	advance(e, 1);
-	wait_started(blocker);
+	run_blocked_one_shot(e, blocker);
 	tw_id id = add_recorded(e, r, 1, 0, 0);
 	advance(e, 1); /* r's firing is handed out, behind the blocker */
 	cr_assert_eq(atomic_load(&r->runs), 0);
@@ -181,10 +178,7 @@ Test(lifecycle, cancel_of_a_task_whose_only_firing_is_queued_releases_at_once)
 	struct recorder *blocker = recorder_new(e);
 	struct counts c = { 0 };
 	struct release_thread rel = { 0 };
-	add_recorded(e, blocker, 1, 0, 0);
-	atomic_store(&blocker->block, true);
-	advance(e, 1);
-	wait_started(blocker);
+	run_blocked_one_shot(e, blocker);
 	tw_task_spec spec = spec_of(1, 0, count_callback, &c);
 	spec.release = note_release_thread;
 	spec.arg = &rel;
@@ -229,10 +223,7 @@ Test(lifecycle, pause_before_a_queued_run_starts_prevents_it)
 {
 	tw_engine *e = manual_engine(1);
 	struct recorder *blocker = recorder_new(e), *r = recorder_new(e);
-	add_recorded(e, blocker, 1, 0, 0);
-	atomic_store(&blocker->block, true);
-	advance(e, 1);
-	wait_started(blocker);
+	run_blocked_one_shot(e, blocker);
 	tw_id id = add_recorded(e, r, 1, 10, 0);
 	advance(e, 1); /* r's firing is handed out, behind the blocker */
 	cr_assert_eq(tw_pause(e, id), TW_OK);
@@ -259,14 +250,9 @@ Test(lifecycle, pause_before_a_queued_run_starts_prevents_it)
  * runs once room frees, and is released once. */
 Test(lifecycle, one_shot_without_room_waits_runs_and_is_released_once)
 {
-	tw_config cfg = manual_config(1);
-	cfg.queue_capacity = 1;
-	tw_engine *e = engine_new(&cfg);
+	tw_engine *e = queue_limited_engine(1, 1);
 	struct recorder *blocker = recorder_new(e), *filler = recorder_new(e), *r = recorder_new(e);
-	add_recorded(e, blocker, 1, 0, 0);
-	atomic_store(&blocker->block, true);
-	advance(e, 1);
-	wait_started(blocker);
+	run_blocked_one_shot(e, blocker);
 	add_recorded(e, filler, 1, 0, 0);
 	advance(e, 1); /* the filler takes the only place */
 	tw_id id = add_recorded(e, r, 1, 0, 0);
@@ -705,10 +691,7 @@ Test(lifecycle, stop_drops_firings_that_have_not_started)
 {
 	tw_engine *e = manual_engine(1);
 	struct recorder *blocker = recorder_new(e), *r = recorder_new(e);
-	tw_id b = add_recorded(e, blocker, 1, 0, 0);
-	atomic_store(&blocker->block, true);
-	advance(e, 1);
-	wait_started(blocker);
+	tw_id b = run_blocked_one_shot(e, blocker);
 	add_recorded(e, r, 1, 5, 0);
 	advance(e, 1); /* r's firing waits behind the blocker */
 	struct opener o = { .engine = e, .id = b, .gate = &blocker->gate, .delay_ms = 10 };
@@ -733,15 +716,10 @@ Test(lifecycle, stop_drops_firings_that_have_not_started)
  * waiting for room is ended; the stuck run's task is released when it returns. */
 Test(lifecycle, stop_releases_every_task_without_a_run_at_once)
 {
-	tw_config cfg = manual_config(1);
-	cfg.queue_capacity = 1;
-	tw_engine *e = engine_new(&cfg);
+	tw_engine *e = queue_limited_engine(1, 1);
 	struct recorder *blocker = recorder_new(e);
 	struct counts filler = { 0 }, waiting = { 0 };
-	add_recorded(e, blocker, 1, 0, 0);
-	atomic_store(&blocker->block, true);
-	advance(e, 1);
-	wait_started(blocker);
+	run_blocked_one_shot(e, blocker);
 	tw_id queued = add_counted(e, &filler, 1, 0);
 	advance(e, 1); /* the filler takes the only place in the queue */
 	tw_id id = add_counted(e, &waiting, 1, 0);

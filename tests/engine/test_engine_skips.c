@@ -85,9 +85,7 @@ static int slow_callback(const tw_fire *fire, void *arg)
 Test(skips, due_firings_equal_runs_plus_skips_under_random_load)
 {
 	enum { N = 24, STEPS = 1500 };
-	tw_config cfg = manual_config(2);
-	cfg.queue_capacity = 4;
-	tw_engine *e = engine_new(&cfg);
+	tw_engine *e = queue_limited_engine(2, 4);
 	_Atomic uint64_t clock = 0;
 	struct slow s[N];
 	tw_id id[N];
@@ -224,15 +222,10 @@ Test(skips, concurrent_task_is_never_skipped_for_overlap)
  * are skipped for overload, not queued. */
 Test(skips, full_queue_skips_for_overload)
 {
-	tw_config cfg = manual_config(1);
-	cfg.queue_capacity = 1;
-	tw_engine *e = engine_new(&cfg);
+	tw_engine *e = queue_limited_engine(1, 1);
 	struct recorder *blocker = recorder_new(e), *r = recorder_new(e);
 	uint64_t t0 = manual_now(e);
-	add_recorded(e, blocker, 1, 0, 0);
-	atomic_store(&blocker->block, true);
-	advance(e, 1); /* t0 + 1: the blocker holds the only executor */
-	wait_started(blocker);
+	run_blocked_one_shot(e, blocker); /* t0 + 1: the blocker holds the only executor */
 	tw_id id = add_recorded(e, r, 1, 1, TW_CONCURRENT); /* dues t0 + 2, 3, ... */
 	advance(e, 1);                                      /* t0 + 2: queued */
 	tw_task_info info = info_of(e, id);
@@ -273,17 +266,12 @@ Test(skips, full_queue_skips_for_overload)
 Test(skips, one_shots_due_together_wait_for_room)
 {
 	enum { N = 6 };
-	tw_config cfg = manual_config(1);
-	cfg.queue_capacity = 2;
-	tw_engine *e = engine_new(&cfg);
+	tw_engine *e = queue_limited_engine(1, 2);
 	struct recorder *blocker = recorder_new(e);
 	struct counts c[N];
 	memset(c, 0, sizeof c);
 	tw_id id[N];
-	add_recorded(e, blocker, 1, 0, 0);
-	atomic_store(&blocker->block, true);
-	advance(e, 1);
-	wait_started(blocker);
+	run_blocked_one_shot(e, blocker);
 	for (int i = 0; i < N; i++)
 		id[i] = add_counted(e, &c[i], 1, 0);
 	advance(e, 1);
@@ -373,17 +361,12 @@ Test(skips, queue_holds_exactly_queue_capacity_firings)
 	const unsigned capacities[] = { 1, 2, 3, 5, 8 };
 	for (size_t k = 0; k < sizeof capacities / sizeof capacities[0]; k++) {
 		enum { N = 12 };
-		tw_config cfg = manual_config(1);
-		cfg.queue_capacity = capacities[k];
-		tw_engine *e = engine_new(&cfg);
+		tw_engine *e = queue_limited_engine(1, capacities[k]);
 		struct recorder *blocker = recorder_new(e);
 		struct counts c[N];
 		memset(c, 0, sizeof c);
 		tw_id id[N];
-		add_recorded(e, blocker, 1, 0, 0);
-		atomic_store(&blocker->block, true);
-		advance(e, 1);
-		wait_started(blocker);
+		run_blocked_one_shot(e, blocker);
 		for (int i = 0; i < N; i++)
 			id[i] = add_counted(e, &c[i], 1, 0);
 		advance(e, 1);
