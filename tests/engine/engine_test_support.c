@@ -1,7 +1,4 @@
-/*
- * engine_test_support.c - the helpers of engine_test_support.h, compiled once
- * and linked into every engine and snapshot suite.
- */
+/* engine_test_support.c - engine_test_support.h's helpers, built once for the suites. */
 #include "engine_test_support.h"
 
 /* core/'s hook for the manual clock's wall time; the test programs link the static library. */
@@ -14,9 +11,6 @@ void sleep_ms(unsigned ms)
 	}
 }
 
-/* ---- the engine's threads ---- */
-
-/* How many threads of this process are named name now. */
 unsigned threads_named(const char *name)
 {
 	DIR *d = opendir("/proc/self/task");
@@ -42,7 +36,6 @@ unsigned threads_named(const char *name)
 
 /* ---- engines ---- */
 
-/* A config for the manual clock with `executors` executor threads. */
 tw_config manual_config(unsigned executors)
 {
 	tw_config cfg;
@@ -74,7 +67,6 @@ tw_engine *queue_limited_engine_at(unsigned executors, unsigned queue_capacity, 
 	return engine_new_at(&cfg, line);
 }
 
-/* Advances only: the runs may still be going when it returns. */
 void advance_at(tw_engine *e, uint64_t ms, int line)
 {
 	int rc = tw_advance(e, ms);
@@ -87,7 +79,6 @@ void quiesce_at(tw_engine *e, int line)
 	cr_assert_eq(rc, TW_OK, "line %d: tw_quiesce: %s", line, tw_strerror(rc));
 }
 
-/* Advances the manual clock and waits until the runs it started returned. */
 void step_at(tw_engine *e, uint64_t ms, int line)
 {
 	advance_at(e, ms, line);
@@ -137,7 +128,6 @@ tw_task_info info_of_at(tw_engine *e, tw_id id, int line)
 	return info;
 }
 
-/* Every field of two tw_task_info alike, the name's bytes past its end too. */
 void assert_same_info(const tw_task_info *a, const tw_task_info *b)
 {
 	cr_assert_eq(a->state, b->state);
@@ -179,8 +169,6 @@ uint64_t info_skips(const tw_task_info *info)
 	return info->skipped_overlap + info->skipped_overload + info->skipped_missed;
 }
 
-/* The manual time now: the due of a probe task added with a known delay.
- * The probe is cancelled at once (it counts in tasks_stopped). */
 int probe_callback(const tw_fire *fire, void *arg)
 {
 	(void)fire, (void)arg;
@@ -198,7 +186,6 @@ uint64_t manual_now_at(tw_engine *e, int line)
 
 /* ---- waiting ---- */
 
-/* Polls until *v == want or WAIT_LIMIT_MS passed; says whether it got there. */
 bool wait_eq(_Atomic uint64_t *v, uint64_t want)
 {
 	uint64_t deadline = test_now_ns() + WAIT_LIMIT_MS * NS_PER_MS;
@@ -231,14 +218,12 @@ void gate_destroy(struct gate *g)
 	sem_destroy(&g->sem);
 }
 
-/* Lets `n` waiters through. */
 void gate_open(struct gate *g, unsigned n)
 {
 	while (n--)
 		sem_post(&g->sem);
 }
 
-/* Waits for one pass; false if none came within limit_ms. */
 bool gate_pass(struct gate *g, unsigned limit_ms)
 {
 	struct timespec ts;
@@ -314,7 +299,6 @@ void record_release(void *arg)
 	atomic_fetch_add(&r->releases, 1);
 }
 
-/* A task whose runs are recorded in r and whose release counts in r. */
 tw_id add_recorded_at(tw_engine *e, struct recorder *r, uint64_t delay_ms, uint64_t period_ms,
 		      unsigned flags, int line)
 {
@@ -327,15 +311,12 @@ tw_id add_recorded_at(tw_engine *e, struct recorder *r, uint64_t delay_ms, uint6
 	return id;
 }
 
-/* Waits until a run of r's task has started (a blocked one, typically). */
 void wait_started_at(struct recorder *r, int line)
 {
 	cr_assert(gate_pass(&r->started, WAIT_LIMIT_MS), "line %d: no run started within %d ms",
 		  line, (int)WAIT_LIMIT_MS);
 }
 
-/* r's runs block on its gate from now; the manual clock moves 1 ms, and the first run of a
- * task due then (r's, added with a delay of 1) has started when this returns. */
 void start_blocked_run_at(tw_engine *e, struct recorder *r, int line)
 {
 	atomic_store(&r->block, true);
@@ -350,7 +331,6 @@ tw_id run_blocked_one_shot_at(tw_engine *e, struct recorder *r, int line)
 	return id;
 }
 
-/* The checks every recorder ends with. */
 void assert_recorder_sane(struct recorder *r)
 {
 	cr_assert_eq(atomic_load(&r->bad_fire), 0, "tw_fire had wrong fields");
@@ -360,9 +340,6 @@ void assert_recorder_sane(struct recorder *r)
 	cr_assert_eq(atomic_load(&r->in_flight), 0, "a run is still going");
 }
 
-/* The usual end of a one-task test: destroys the engine, then checks that the
- * task was released exactly once, that every firing was sane, and that no
- * task memory is left. */
 void destroy_expecting_one_release(tw_engine *e, struct recorder *r)
 {
 	tw_engine_destroy(e);
