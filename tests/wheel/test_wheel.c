@@ -43,8 +43,7 @@ Test(wheel, future_entry_comes_out_exactly_at_its_tick)
 		uint64_t start = interesting_starts[i];
 		struct wheel w;
 		struct timer t;
-		tw__wheel_init(&w, start);
-		timers_init(&t, 1);
+		wheel_and_timers_init(&w, start, &t, 1);
 
 		add_timer(&w, &t, start + 50);
 		cr_assert_eq(tw__wheel_next_expiry(&w), start + 50);
@@ -70,8 +69,7 @@ Test(wheel, entry_due_now_comes_out_at_next_tick)
 		uint64_t start = interesting_starts[i];
 		struct wheel w;
 		struct timer t;
-		tw__wheel_init(&w, start);
-		timers_init(&t, 1);
+		wheel_and_timers_init(&w, start, &t, 1);
 
 		add_timer(&w, &t, start);
 		cr_assert_eq(wheel_entry_due(&t.entry), start + 1);
@@ -92,8 +90,7 @@ Test(wheel, entries_due_in_the_past_come_out_at_next_tick_in_add_order)
 	enum { N = sizeof past / sizeof past[0] };
 	struct wheel w;
 	struct timer t[N];
-	tw__wheel_init(&w, start);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, start, t, N);
 
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], past[i]);
@@ -109,8 +106,7 @@ Test(wheel, entry_due_zero_at_time_zero_is_due_at_tick_one)
 {
 	struct wheel w;
 	struct timer t;
-	tw__wheel_init(&w, 0);
-	timers_init(&t, 1);
+	wheel_and_timers_init(&w, 0, &t, 1);
 	add_timer(&w, &t, 0);
 	cr_assert_eq(wheel_entry_due(&t.entry), 1);
 	expect_no_expiry(&w, 0);
@@ -121,8 +117,7 @@ Test(wheel, target_in_the_past_does_not_move_time_back)
 {
 	struct wheel w;
 	struct timer t;
-	tw__wheel_init(&w, 5000);
-	timers_init(&t, 1);
+	wheel_and_timers_init(&w, 5000, &t, 1);
 	add_timer(&w, &t, 5001);
 
 	expect_no_expiry(&w, 4999);
@@ -153,8 +148,7 @@ Test(wheel, one_advance_hands_out_each_entry_at_its_own_tick)
 	struct wheel w;
 	struct timer t[N];
 	struct handout got[N];
-	tw__wheel_init(&w, 0);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 0, t, N);
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], due[i]);
 	cr_assert_eq(tw__wheel_next_expiry(&w), 10);
@@ -172,8 +166,7 @@ Test(wheel, removed_entry_never_comes_out_and_can_be_added_again)
 {
 	struct wheel w;
 	struct timer t;
-	tw__wheel_init(&w, 12345);
-	timers_init(&t, 1);
+	wheel_and_timers_init(&w, 12345, &t, 1);
 
 	add_timer(&w, &t, 20000);
 	remove_timer(&w, &t);
@@ -193,8 +186,7 @@ Test(wheel, removing_from_a_tick_keeps_the_order_of_the_rest)
 	enum { N = 7 };
 	struct wheel w;
 	struct timer t[N];
-	tw__wheel_init(&w, 0);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 0, t, N);
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], 40);
 
@@ -211,8 +203,7 @@ Test(wheel, reschedule_moves_a_pending_entry_later_or_earlier)
 {
 	struct wheel w;
 	struct timer t[2];
-	tw__wheel_init(&w, 1000);
-	timers_init(t, 2);
+	wheel_and_timers_init(&w, 1000, t, 2);
 	add_timer(&w, &t[0], 1500);
 	add_timer(&w, &t[1], 1600);
 
@@ -233,8 +224,7 @@ Test(wheel, reschedule_into_the_past_is_due_at_next_tick)
 {
 	struct wheel w;
 	struct timer t[2];
-	tw__wheel_init(&w, 1000);
-	timers_init(t, 2);
+	wheel_and_timers_init(&w, 1000, t, 2);
 	add_timer(&w, &t[0], 1001);
 	add_timer(&w, &t[1], 90000);
 
@@ -251,8 +241,7 @@ Test(wheel, reschedule_to_the_same_tick_counts_as_last_added)
 	enum { N = 4 };
 	struct wheel w;
 	struct timer t[N];
-	tw__wheel_init(&w, 0);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 0, t, N);
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], 3000);
 
@@ -271,8 +260,7 @@ Test(wheel, reschedule_of_an_entry_not_in_the_wheel_adds_it)
 {
 	struct wheel w;
 	struct timer t;
-	tw__wheel_init(&w, 0);
-	timers_init(&t, 1);
+	wheel_and_timers_init(&w, 0, &t, 1);
 
 	reschedule_timer(&w, &t, 80); /* never added */
 	cr_assert_eq(tw__wheel_next_expiry(&w), 80);
@@ -294,8 +282,7 @@ Test(wheel, same_tick_entries_come_out_in_add_order)
 	enum { N = 200 };
 	struct wheel w;
 	struct timer t[N];
-	tw__wheel_init(&w, 777);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 777, t, N);
 	/* add in a scrambled id order so that id order would be wrong */
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[(i * 73) % N], 777 + 2500);
@@ -310,8 +297,7 @@ Test(wheel, same_tick_order_mixes_cascaded_and_directly_filed_entries)
 	enum { A, B, C, N };
 	struct wheel w;
 	struct timer t[N];
-	tw__wheel_init(&w, 0);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 0, t, N);
 
 	add_timer(&w, &t[A], 5000);
 	expect_no_expiry(&w, 4990);
@@ -332,8 +318,7 @@ Test(wheel, same_tick_order_without_refiling_keeps_first_add_first)
 	enum { A, B, C, N };
 	struct wheel w;
 	struct timer t[N];
-	tw__wheel_init(&w, 0);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 0, t, N);
 
 	add_timer(&w, &t[A], 5000);
 	expect_no_expiry(&w, 4990);
@@ -350,8 +335,7 @@ Test(wheel, count_and_pending_follow_every_operation)
 	enum { N = 5 };
 	struct wheel w;
 	struct timer t[N];
-	tw__wheel_init(&w, 10);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 10, t, N);
 
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], 20 + i);
@@ -376,8 +360,7 @@ Test(wheel, next_expiry_of_a_single_entry_is_its_due_tick)
 {
 	struct wheel w;
 	struct timer t[2];
-	tw__wheel_init(&w, 12345);
-	timers_init(t, 2);
+	wheel_and_timers_init(&w, 12345, t, 2);
 
 	add_timer(&w, &t[0], 12345 + 70000);
 	const uint64_t stops[] = { 12346, 20000, 12345 + 65536, 12345 + 69999 };
@@ -411,8 +394,7 @@ Test(wheel, next_expiry_stays_between_now_and_the_earliest_due)
 	static struct timer t[N];
 	uint64_t state = 42;
 	const uint64_t scales[] = { 70, 2000, 3600000, 200000000 };
-	tw__wheel_init(&w, 987654);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 987654, t, N);
 
 	for (unsigned round = 0; round < 300; round++) {
 		for (unsigned k = 0; k < 20; k++) {
@@ -440,8 +422,7 @@ Test(wheel, stepping_one_tick_at_a_time_hands_out_each_entry_at_its_tick)
 	static struct timer t[N];
 	uint64_t state = 7;
 	size_t handed_out = 0;
-	tw__wheel_init(&w, 0);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 0, t, N);
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], 1 + lcg_next(&state) % HORIZON);
 	assert_wheel_valid(&w);
@@ -461,8 +442,7 @@ Test(wheel, look_ahead_gives_a_ticks_entries_in_order_and_nothing_else)
 		uint64_t start = interesting_starts[i];
 		struct wheel w;
 		struct timer t[4];
-		tw__wheel_init(&w, start);
-		timers_init(t, 4);
+		wheel_and_timers_init(&w, start, t, 4);
 		add_timer(&w, &t[0], start + 200);
 		add_timer(&w, &t[1], start + 200);
 		add_timer(&w, &t[2], start + 201);

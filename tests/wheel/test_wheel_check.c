@@ -16,8 +16,7 @@ static struct timer timers[4];
 
 static void start(void)
 {
-	tw__wheel_init(&w, 0);
-	timers_init(timers, sizeof timers / sizeof timers[0]);
+	wheel_and_timers_init(&w, 0, timers, sizeof timers / sizeof timers[0]);
 }
 
 /* tw__wheel_check with stderr on a pipe: its verdict, and what it wrote. */

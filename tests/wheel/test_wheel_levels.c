@@ -70,8 +70,7 @@ Test(wheel_levels, single_entry_at_each_boundary_comes_out_exactly)
 			uint64_t due = dues[i];
 			struct wheel w;
 			struct timer t;
-			tw__wheel_init(&w, start);
-			timers_init(&t, 1);
+			wheel_and_timers_init(&w, start, &t, 1);
 
 			add_timer(&w, &t, due);
 			cr_assert_eq(tw__wheel_next_expiry(&w), due,
@@ -106,8 +105,7 @@ Test(wheel_levels, single_entry_approached_in_shrinking_steps_comes_out_exactly)
 			uint64_t due = dues[i];
 			struct wheel w;
 			struct timer t;
-			tw__wheel_init(&w, start);
-			timers_init(&t, 1);
+			wheel_and_timers_init(&w, start, &t, 1);
 			add_timer(&w, &t, due);
 
 			/* halve the distance while it is long, then go tick by
@@ -157,8 +155,7 @@ Test(wheel_levels, all_boundary_entries_in_one_wheel_come_out_in_order)
 
 		/* in one advance */
 		struct wheel w;
-		tw__wheel_init(&w, start);
-		timers_init(t, n);
+		wheel_and_timers_init(&w, start, t, n);
 		for (size_t i = 0; i < n; i++) {
 			add_timer(&w, &t[i], dues[i]);
 			last_due = max_u64(last_due, dues[i]);
@@ -167,8 +164,7 @@ Test(wheel_levels, all_boundary_entries_in_one_wheel_come_out_in_order)
 		cr_assert_eq(expect_drain_in_order(&w, last_due, t, n), n);
 
 		/* and waking up only when the wheel says so */
-		tw__wheel_init(&w, start);
-		timers_init(t, n);
+		wheel_and_timers_init(&w, start, t, n);
 		for (size_t i = 0; i < n; i++)
 			add_timer(&w, &t[n - 1 - i], dues[i]);
 		drain_like_an_event_loop(&w, t, n);
@@ -189,8 +185,7 @@ Test(wheel_levels, huge_due_times_never_fire_while_advancing_far, .timeout = 30)
 		enum { N = sizeof huge / sizeof huge[0] };
 		struct wheel w;
 		struct timer t[N];
-		tw__wheel_init(&w, start);
-		timers_init(t, N);
+		wheel_and_timers_init(&w, start, t, N);
 		for (size_t i = 0; i < N; i++)
 			add_timer(&w, &t[i], huge[i]);
 		for (size_t j = 0; j < sizeof jumps / sizeof jumps[0]; j++) {
@@ -226,8 +221,7 @@ Test(wheel_levels, time_close_to_its_limit_stays_exact, .timeout = 30)
 	dues[n++] = UINT64_MAX;
 
 	struct wheel w;
-	tw__wheel_init(&w, start);
-	timers_init(t, n);
+	wheel_and_timers_init(&w, start, t, n);
 	for (size_t i = 0; i < n; i++)
 		add_timer(&w, &t[i], dues[i]);
 	assert_wheel_valid(&w);
@@ -245,8 +239,7 @@ Test(wheel_levels, single_huge_entry_keeps_exact_next_expiry, .timeout = 30)
 	for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
 		struct wheel w;
 		struct timer t;
-		tw__wheel_init(&w, 12345);
-		timers_init(&t, 1);
+		wheel_and_timers_init(&w, 12345, &t, 1);
 		add_timer(&w, &t, huge[i]);
 		for (unsigned j = 1; j <= 4; j++) {
 			cr_assert_eq(tw__wheel_next_expiry(&w), huge[i],
@@ -264,8 +257,7 @@ Test(wheel_levels, far_advance_costs_occupied_slots_not_ticks, .timeout = 30)
 	static struct timer t[N];
 	struct wheel w;
 	uint64_t x = 99;
-	tw__wheel_init(&w, 5);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 5, t, N);
 
 	/* log-uniform dues up to 2^44, a quarter of them beyond any advance */
 	for (size_t i = 0; i < N; i++) {
@@ -316,22 +308,19 @@ Test(wheel_levels, crowded_slot_comes_out_in_order_however_it_is_approached)
 		struct wheel w;
 
 		/* one jump */
-		tw__wheel_init(&w, 0);
-		timers_init(t, N);
+		wheel_and_timers_init(&w, 0, t, N);
 		fill_crowded_slot(&w, t, N, window, width);
 		cr_assert_eq(expect_drain_in_order(&w, window_end, t, N), N);
 
 		/* event-loop wake-ups */
-		tw__wheel_init(&w, 0);
-		timers_init(t, N);
+		wheel_and_timers_init(&w, 0, t, N);
 		fill_crowded_slot(&w, t, N, window, width);
 		drain_like_an_event_loop(&w, t, N);
 
 		/* tick by tick (in strides on level 3, whose windows are 2^27
 		 * ticks) through the two windows before it and its own */
 		uint64_t stride = width > POW2(20) ? width / 4096 + 3 : 1;
-		tw__wheel_init(&w, 0);
-		timers_init(t, N);
+		wheel_and_timers_init(&w, 0, t, N);
 		fill_crowded_slot(&w, t, N, window, width);
 		expect_no_expiry(&w, window - 2 * width - 1);
 		uint64_t tick = window - 2 * width;
@@ -366,8 +355,7 @@ Test(wheel_levels, crowded_slot_takes_changes_while_it_cascades)
 		uint64_t x = k;
 		size_t next_extra = CROWD;
 		struct wheel w;
-		tw__wheel_init(&w, 0);
-		timers_init(t, N);
+		wheel_and_timers_init(&w, 0, t, N);
 		fill_crowded_slot(&w, t, CROWD, window, width);
 
 		/* visit about 1500 ticks spread over the last two windows
@@ -405,8 +393,7 @@ static void file_at_every_level_then_drain(uint64_t start, bool follow_wakeups)
 	struct timer t[N];
 	const uint64_t target = start + 3 * level_width(WHEEL_LEVELS - 1) + 12345;
 	size_t n = 0;
-	tw__wheel_init(&w, start);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, start, t, N);
 
 	for (int k = WHEEL_LEVELS - 1; k >= 0; k--) {
 		uint64_t stop = target - 2 * level_width((unsigned)k) - (uint64_t)k;
@@ -446,8 +433,7 @@ Test(wheel_levels, same_tick_order_holds_beyond_the_span)
 		const uint64_t stride = POW2(32) + 12345;
 		size_t n = 0;
 		struct wheel w;
-		tw__wheel_init(&w, start);
-		timers_init(t, N);
+		wheel_and_timers_init(&w, start, t, N);
 		while (n < CROWD)
 			add_timer(&w, &t[n++], due);
 

@@ -13,8 +13,7 @@ Test(wheel_reentrant, entry_in_hand_rescheduled_to_current_tick_comes_out_next_t
 	enum { N = 3 };
 	struct wheel w;
 	struct timer t[N];
-	tw__wheel_init(&w, 0);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 0, t, N);
 	add_timer(&w, &t[0], 100);
 	add_timer(&w, &t[1], 100);
 	add_timer(&w, &t[2], 101);
@@ -34,8 +33,7 @@ Test(wheel_reentrant, entry_in_hand_rescheduled_when_target_is_current_tick_wait
 	enum { N = 2 };
 	struct wheel w;
 	struct timer t[N];
-	tw__wheel_init(&w, 0);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 0, t, N);
 	add_timer(&w, &t[0], 100);
 	add_timer(&w, &t[1], 100);
 
@@ -59,8 +57,7 @@ Test(wheel_reentrant, periodic_entry_in_hand_fires_at_every_period_in_one_advanc
 		const uint64_t target = first + 200 * period + period / 2;
 		struct wheel w;
 		struct timer t;
-		tw__wheel_init(&w, 12345);
-		timers_init(&t, 1);
+		wheel_and_timers_init(&w, 12345, &t, 1);
 		add_timer(&w, &t, first);
 
 		uint64_t expected_tick = first;
@@ -90,8 +87,7 @@ Test(wheel_reentrant, entry_waiting_in_same_tick_can_be_removed)
 	enum { N = 4 };
 	struct wheel w;
 	struct timer t[N];
-	tw__wheel_init(&w, 0);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 0, t, N);
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], 50);
 
@@ -109,8 +105,7 @@ Test(wheel_reentrant, entry_waiting_in_same_tick_rescheduled_to_it_moves_to_next
 	enum { N = 3 };
 	struct wheel w;
 	struct timer t[N];
-	tw__wheel_init(&w, 0);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 0, t, N);
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], 50);
 
@@ -127,8 +122,7 @@ Test(wheel_reentrant, entry_due_later_can_be_removed_or_moved_from_the_loop)
 	enum { N = 5 };
 	struct wheel w;
 	struct timer t[N];
-	tw__wheel_init(&w, 1000);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 1000, t, N);
 	add_timer(&w, &t[0], 1050);
 	add_timer(&w, &t[1], 1060);
 	add_timer(&w, &t[2], 1070);
@@ -153,8 +147,7 @@ Test(wheel_reentrant, entries_added_from_the_loop_come_out_in_the_same_advance)
 	enum { OLD0, OLD1, NOW, LATER, SAME_TICK, BEYOND, PAST, N };
 	struct wheel w;
 	struct timer t[N];
-	tw__wheel_init(&w, 0);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 0, t, N);
 	add_timer(&w, &t[OLD0], 50);
 	add_timer(&w, &t[OLD1], 60);
 
@@ -182,8 +175,7 @@ Test(wheel_reentrant, far_entries_added_from_the_loop_come_out_in_the_same_advan
 	enum { N = 1 + sizeof far / sizeof far[0] };
 	struct wheel w;
 	struct timer t[N];
-	tw__wheel_init(&w, 0);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 0, t, N);
 	add_timer(&w, &t[0], 10);
 
 	expect_expiry(&w, target, &t[0], 10);
@@ -202,8 +194,7 @@ Test(wheel_reentrant, removing_everything_from_the_loop_ends_the_advance)
 	enum { N = 10 };
 	struct wheel w;
 	struct timer t[N];
-	tw__wheel_init(&w, 0);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 0, t, N);
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[i], 10 + i * 1000);
 
@@ -225,8 +216,7 @@ Test(wheel_reentrant, crowded_tick_refiling_from_the_loop_keeps_refiling_order)
 	static unsigned refiled[N];
 	size_t n_refiled = 0;
 	struct wheel w;
-	tw__wheel_init(&w, 0);
-	timers_init(t, N);
+	wheel_and_timers_init(&w, 0, t, N);
 	for (size_t i = 0; i < N; i++)
 		add_timer(&w, &t[(i * 7) % N], 40000);
 

@@ -18,6 +18,12 @@ void timers_init(struct timer *timers, size_t n)
 	}
 }
 
+void wheel_and_timers_init(struct wheel *w, uint64_t now, struct timer *timers, size_t n)
+{
+	tw__wheel_init(w, now);
+	timers_init(timers, n);
+}
+
 uint64_t effective_due(const struct wheel *w, uint64_t due)
 {
 	return due > wheel_now(w) ? due : wheel_now(w) + 1;

@@ -49,6 +49,9 @@ static inline struct timer *timer_of(struct wheel_entry *e)
 /* n timers, not filed, their ids their indexes. */
 void timers_init(struct timer *timers, size_t n);
 
+/* A wheel whose time is now, and n timers for it: what a test starts from. */
+void wheel_and_timers_init(struct wheel *w, uint64_t now, struct timer *timers, size_t n);
+
 #define assert_wheel_valid(w) \
 	cr_assert(tw__wheel_check(w), "tw__wheel_check failed at tick %" PRIu64, wheel_now(w))
 
