@@ -290,20 +290,29 @@ Test(wheel, same_tick_entries_come_out_in_add_order)
 	cr_assert_eq(expect_drain_in_order(&w, 777 + 2500, t, N), N);
 }
 
+enum { A, B, C };
+
+/* A, B and C filed for tick 5000 from a wheel at 0: A from far (it cascades from a high
+ * level), B and C close to the tick, in that order. */
+static void file_a_b_c(struct wheel *w, struct timer *t)
+{
+	add_timer(w, &t[A], 5000);
+	expect_no_expiry(w, 4990);
+	add_timer(w, &t[B], 5000);
+	expect_no_expiry(w, 4999);
+	add_timer(w, &t[C], 5000);
+}
+
 /* The example of the brief: A cascades from a high level, B and C are filed
  * close to the tick, then A is refiled last. */
 Test(wheel, same_tick_order_mixes_cascaded_and_directly_filed_entries)
 {
-	enum { A, B, C, N };
+	enum { N = 3 };
 	struct wheel w;
 	struct timer t[N];
 	wheel_and_timers_init(&w, 0, t, N);
 
-	add_timer(&w, &t[A], 5000);
-	expect_no_expiry(&w, 4990);
-	add_timer(&w, &t[B], 5000);
-	expect_no_expiry(&w, 4999);
-	add_timer(&w, &t[C], 5000);
+	file_a_b_c(&w, t);
 	reschedule_timer(&w, &t[A], 5000);
 	assert_wheel_valid(&w);
 
@@ -315,16 +324,12 @@ Test(wheel, same_tick_order_mixes_cascaded_and_directly_filed_entries)
 
 Test(wheel, same_tick_order_without_refiling_keeps_first_add_first)
 {
-	enum { A, B, C, N };
+	enum { N = 3 };
 	struct wheel w;
 	struct timer t[N];
 	wheel_and_timers_init(&w, 0, t, N);
 
-	add_timer(&w, &t[A], 5000);
-	expect_no_expiry(&w, 4990);
-	add_timer(&w, &t[B], 5000);
-	expect_no_expiry(&w, 4999);
-	add_timer(&w, &t[C], 5000);
+	file_a_b_c(&w, t);
 	expect_expiry(&w, 5000, &t[A], 5000);
 	expect_expiry(&w, 5000, &t[B], 5000);
 	expect_expiry(&w, 5000, &t[C], 5000);

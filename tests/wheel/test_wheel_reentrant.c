@@ -82,16 +82,22 @@ Test(wheel_reentrant, periodic_entry_in_hand_fires_at_every_period_in_one_advanc
 	}
 }
 
+/* n timers filed for tick 50 and the first of them handed out: the others wait in the
+ * tick the expire loop is in. */
+static void file_at_50_and_hand_out_the_first(struct wheel *w, struct timer *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		add_timer(w, &t[i], 50);
+	expect_expiry(w, 60, &t[0], 50);
+}
+
 Test(wheel_reentrant, entry_waiting_in_same_tick_can_be_removed)
 {
 	enum { N = 4 };
 	struct wheel w;
 	struct timer t[N];
 	wheel_and_timers_init(&w, 0, t, N);
-	for (size_t i = 0; i < N; i++)
-		add_timer(&w, &t[i], 50);
-
-	expect_expiry(&w, 60, &t[0], 50);
+	file_at_50_and_hand_out_the_first(&w, t, N);
 	remove_timer(&w, &t[1]);
 	expect_expiry(&w, 60, &t[2], 50);
 	remove_timer(&w, &t[3]); /* the last of the tick */
@@ -106,10 +112,7 @@ Test(wheel_reentrant, entry_waiting_in_same_tick_rescheduled_to_it_moves_to_next
 	struct wheel w;
 	struct timer t[N];
 	wheel_and_timers_init(&w, 0, t, N);
-	for (size_t i = 0; i < N; i++)
-		add_timer(&w, &t[i], 50);
-
-	expect_expiry(&w, 60, &t[0], 50);
+	file_at_50_and_hand_out_the_first(&w, t, N);
 	reschedule_timer(&w, &t[1], 50); /* the current tick is already past */
 	cr_assert_eq(wheel_entry_due(&t[1].entry), 51);
 	expect_expiry(&w, 60, &t[2], 50);
