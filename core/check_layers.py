@@ -13,7 +13,8 @@ import sys
 LAYERS = [
     ('base', ['base.h', 'alloc.h', 'abi.c', 'alloc.c', 'futex.c', 'rcu.c', 'snapshot.h',
               'snapshot_format.c']),
-    ('task', ['task.h', 'task.c', 'names.h', 'names.c']),
+    ('task', ['task.h', 'task_delay.h', 'task_tally.h', 'task_table.h', 'task.c', 'task_table.c',
+              'names.h', 'names.c']),
     ('engine', ['engine.h', 'engine_clock.c']),
     ('handover', ['handover.h', 'handover.c']),
     ('threads', ['threads.h', 'calendar.h', 'run.h', 'ends.c', 'executor.c', 'watch.c',

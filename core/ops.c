@@ -150,30 +150,11 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 			tw__name_abandon(&e->names, name);
 		return error;
 	}
-	struct task_cold *cold = task_cold(task);
-	wheel_entry_init(&task->entry);
-	atomic_flag_clear(&task->lock);
-	task->filing = FILED_NONE;
-	task->mailed = false;
-	task->released = false;
-	task->release_queued = false;
-	atomic_store_explicit(&task->traits, (uint8_t)flags, memory_order_relaxed);
-	task->rerun = false;
-	task_set_delay_ms(task, spec->delay_ms);
-	task->delay_pending = false;
-	cold->skipped_since_run = 0;
-	task->skipped = false;
-	cold->callback = spec->callback;
-	cold->arg = spec->arg;
-	cold->release = spec->release;
-	atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
-	tally_move(&e->api_ends, NO_STATE, TW_WAITING, true);
-	atomic_store_explicit(&task->running, 0, memory_order_relaxed);
 	/* A time given: the due it makes, and the delay that stands for (tw_resume's). */
-	uint64_t now_ns = tw__engine_call_now_ns(e), due_ns;
+	uint64_t now_ns = tw__engine_call_now_ns(e), due_ns, delay_ms = spec->delay_ms;
 	if (!plain && spec->first_due_ns) {
 		due_ns = due_of_time(e, now_ns, spec->first_due_ns);
-		task_set_delay_ms(task, delay_of_due(e, now_ns, due_ns));
+		delay_ms = delay_of_due(e, now_ns, due_ns);
 	} else if (cal && !spec->delay_ms) { /* its first fire time, planned by add_calendar */
 		due_ns = cal->planned_due;
 	} else {
@@ -181,23 +162,10 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 				 DUE_NEVER :
 				 tw__engine_due_at_ns(e, now_ns, spec->delay_ms);
 	}
-	atomic_store_explicit(&task->due_ns, due_ns, memory_order_relaxed);
-	cold->period_hi = 0; /* no strikes */
-	if (cal)
+	task_init(task, spec, delay_ms, due_ns);
+	if (cal) /* a schedule, not a period: task_init set the spec's 0 */
 		atomic_store_explicit(&task->period_ms, PERIOD_CALENDAR, memory_order_relaxed);
-	else
-		task_set_period_ms(task, spec->period_ms);
-	atomic_store_explicit(&cold->runs, 0, memory_order_relaxed);
-	atomic_store_explicit(&cold->last_run_us, 0, memory_order_relaxed);
-	atomic_store_explicit(&cold->longest_run_us, 0, memory_order_relaxed);
-	atomic_store_explicit(&cold->last_lateness_us, 0, memory_order_relaxed);
-	atomic_store_explicit(&cold->max_lateness_us, 0, memory_order_relaxed);
-	atomic_store_explicit(&cold->consecutive_failures, 0, memory_order_relaxed);
-	atomic_store_explicit(&cold->failures, 0, memory_order_relaxed);
-	atomic_store_explicit(&cold->slow_runs, 0, memory_order_relaxed);
-	atomic_store_explicit(&cold->skipped_overlap, 0, memory_order_relaxed);
-	atomic_store_explicit(&cold->skipped_overload, 0, memory_order_relaxed);
-	atomic_store_explicit(&cold->skipped_missed, 0, memory_order_relaxed);
+	tally_move(&e->api_ends, NO_STATE, TW_WAITING, true);
 	/* Linked before it is published: from then on another thread may find it (tw_find,
 	 * tw_list) and cancel it, and its release unlinks the record and frees it. */
 	if (cal)

@@ -1,6 +1,11 @@
 /*
- * task.h - a task's record (hot part, mail link, cold part), its lock and the
- * tallies of tasks by state, and the slot table that holds them (task.c).
+ * task.h - a task's record: its hot part, mail link and cold part, found from
+ * one another by address arithmetic; its traits and skip counts; its lock and
+ * the debug builds' check of who holds it (task.c); and task_init, which makes
+ * the record of a new task. The record's other concerns have headers of their
+ * own, included at the end so that including task.h gives the whole task:
+ * task_delay.h (the period and delay in 31 bits or wide), task_tally.h (tasks
+ * counted by state) and task_table.h (ids and the slot table, task_table.c).
  * Uses base.h and the wheel's entry (wheel/wheel.h).
  */
 #ifndef TICKWHEEL_CORE_TASK_H
@@ -297,260 +302,6 @@ static inline uint64_t take_skipped(struct tw_task *task)
 	task->skipped = false;
 	return n;
 }
-
-/* A period or delay of 31 bits or more: WIDE_BIT and its low 31 bits in the
- * hot part, its bits above in the cold part. */
-static inline uint64_t wide_ms(uint32_t low, uint16_t high)
-{
-	return (uint64_t)high << 31 | (low & ~WIDE_BIT);
-}
-
-/* The period a value of the task's period_ms field stands for (the caller read the field
- * once; a wide one also needs the lock, see task_period_ms). */
-static inline uint64_t period_of_field(const struct tw_task *task, uint32_t ms)
-{
-	return ms & WIDE_BIT ? wide_ms(ms, task_cold(task)->period_hi & PERIOD_HI_MASK) : ms;
-}
-
-/* Lock held, or readers of a task that cannot change (tw_get takes the lock
- * for a wide period: its two halves are only consistent under it). */
-static inline uint64_t task_period_ms(const struct tw_task *task)
-{
-	uint32_t ms = atomic_load_explicit(&task->period_ms, memory_order_relaxed);
-	return period_of_field(task, ms);
-}
-
-/* Lock held, or the task not yet published. */
-static inline void task_set_period_ms(struct tw_task *task, uint64_t ms)
-{
-	struct task_cold *cold = task_cold(task);
-	if (ms >= WIDE_BIT)
-		cold->period_hi = (uint16_t)((cold->period_hi & ~PERIOD_HI_MASK) | (ms >> 31));
-	atomic_store_explicit(&task->period_ms,
-			      ms < WIDE_BIT ? (uint32_t)ms : (uint32_t)ms | WIDE_BIT,
-			      memory_order_relaxed);
-}
-
-/* Lock held: runs of the task over the wheel-thread budget so far. */
-static inline unsigned task_strikes(const struct tw_task *task)
-{
-	return task_cold(task)->period_hi >> PERIOD_HI_BITS;
-}
-
-static inline void task_set_strikes(struct tw_task *task, unsigned strikes)
-{
-	struct task_cold *cold = task_cold(task);
-	cold->period_hi =
-		(uint16_t)((cold->period_hi & PERIOD_HI_MASK) | strikes << PERIOD_HI_BITS);
-}
-
-/* Not a delay: tw_set_due on a paused task, whose due_ns holds the time asked until
- * tw_resume places it (task_delay_at_due_ms: the delay that time stood for when asked). */
-#define DELAY_AT_DUE (UINT64_MAX - 1)
-
-/* In delay_hi, above any delay's high part (TW_MAX_DELAY_MS >> 31 is 4096): TW_NEVER is all
- * ones; AT_DUE_HI marks DELAY_AT_DUE, the delay the time stood for kept in the bits below. */
-enum { NEVER_HI = UINT16_MAX, AT_DUE_HI = 1 << 14 };
-_Static_assert((TW_MAX_DELAY_MS >> 31) < AT_DUE_HI, "a delay's high part is below AT_DUE_HI");
-
-/* Lock held, both. TW_NEVER and DELAY_AT_DUE are kept as wide delays (see NEVER_HI). */
-static inline uint64_t task_delay_ms(const struct tw_task *task)
-{
-	if (!(task->delay_ms & WIDE_BIT))
-		return task->delay_ms;
-	uint16_t high = task_cold(task)->delay_hi;
-	if (high & AT_DUE_HI)
-		return high == NEVER_HI ? TW_NEVER : DELAY_AT_DUE;
-	return wide_ms(task->delay_ms, high);
-}
-
-static inline void task_set_delay_ms(struct tw_task *task, uint64_t ms)
-{
-	if (ms < WIDE_BIT) {
-		task->delay_ms = (uint32_t)ms;
-		return;
-	}
-	task->delay_ms = (uint32_t)ms | WIDE_BIT;
-	task_cold(task)->delay_hi = ms == TW_NEVER ? NEVER_HI : (uint16_t)(ms >> 31);
-}
-
-/* DELAY_AT_DUE, for a time that stood for a delay of ms when it was asked. */
-static inline void task_set_delay_at_due(struct tw_task *task, uint64_t ms)
-{
-	task->delay_ms = (uint32_t)ms | WIDE_BIT;
-	task_cold(task)->delay_hi = (uint16_t)(AT_DUE_HI | ms >> 31);
-}
-
-/* A task_delay_ms of DELAY_AT_DUE: the delay its time stood for when it was asked. */
-static inline uint64_t task_delay_at_due_ms(const struct tw_task *task)
-{
-	return wide_ms(task->delay_ms, task_cold(task)->delay_hi & (AT_DUE_HI - 1));
-}
-
-/*
- * Lock held, a released task: nothing reads its delay once it ended, so delay_ms keeps the
- * tick it ended at (mod 2^32; delay_pending says it is kept) when the wheel thread takes it
- * in later than that, so that it is kept retain_ms from its end.
- */
-enum { END_TICK_SPAN = 1 << 30 }; /* ticks between the end and its taking in, at most */
-
-static inline void task_note_end_tick(struct tw_task *task, uint64_t tick)
-{
-	task->delay_ms = (uint32_t)tick;
-	task->delay_pending = true;
-}
-
-/* The tick the task ended at, as noted, near tick `now`; else `now`. */
-static inline uint64_t task_end_tick(const struct tw_task *task, uint64_t now)
-{
-	if (!task->delay_pending)
-		return now;
-	int32_t ahead = (int32_t)(task->delay_ms - (uint32_t)now);
-	return ahead < 0 && (uint64_t) - (int64_t)ahead > now ? 0 : now + (uint64_t)(int64_t)ahead;
-}
-
-/* Ids: slot index in the low 32 bits, the slot's generation (>= 1) above. */
-static inline uint32_t id_index(tw_id id)
-{
-	return (uint32_t)id;
-}
-
-static inline uint32_t id_generation(tw_id id)
-{
-	return (uint32_t)(id >> 32);
-}
-
-static inline tw_id make_id(uint32_t generation, uint32_t index)
-{
-	return (uint64_t)generation << 32 | index;
-}
-
-/* ---- the slot table: task.c ---- */
-
-struct task_dir {
-	size_t capacity;                 /* chunk pointers room */
-	_Atomic size_t chunks;           /* published chunks */
-	struct tw_task *_Atomic chunk[]; /* each TABLE_CHUNK_SLOTS tasks, then their other parts */
-};
-
-/* A chunk's free slots (given back, not taken again), a bit each: task.c. */
-struct chunk_free {
-	uint64_t bits[(TABLE_CHUNK_SLOTS + 63) / 64];
-	uint32_t count;
-	uint32_t first_word; /* the bits below it are all 0 */
-};
-
-struct task_table {
-	struct task_dir *dir; /* RCU-protected; read by every operation */
-	/* Written by every add and every slot given back: on a line of their own,
-	 * so that the lookups' line stays shared in every reader's cache. */
-	pthread_mutex_t lock __attribute__((aligned(64))); /* allocation, free slots, growth */
-	uint32_t used;                                     /* slots ever handed out */
-	uint32_t free_slots;                               /* given back, not taken again */
-	/* Under the lock: per chunk, its free slots, and a bit per chunk that has some. Only
-	 * the table's mutators read them, so they grow without RCU. */
-	struct chunk_free *free;
-	uint64_t *chunks_with_free;
-	size_t free_capacity;   /* chunks the two have room for */
-	size_t first_free_word; /* the words of chunks_with_free below it are all 0 */
-};
-
-int tw__table_init(struct task_table *t);
-/* Before any other use: room for `tasks` tasks, mapped and faulted in. -TW_EINVAL past
- * what ids can index, -TW_ENOMEM. */
-int tw__table_reserve(struct task_table *t, uint64_t tasks);
-void tw__table_fini(struct task_table *t);
-/* What the table holds: its directory and chunks (tw_stats' memory_bytes). */
-uint64_t tw__table_bytes(struct task_table *t);
-/* Takes a free slot (lock held inside) and makes its next id, *id; NULL when
- * out of memory or ids. */
-struct tw_task *tw__table_take(struct task_table *t, tw_id *id, int *error);
-/* Returns a reaped slot (its id in reaped.id) for reuse; call after a grace
- * period. */
-void tw__table_give_back(struct task_table *t, struct tw_task *task);
-/* The task with this id, or NULL. Call inside an RCU read-side section. */
-struct tw_task *tw__table_find(struct task_table *t, tw_id id);
-/* The slot at index, in a chunk the directory d holds. */
-static inline struct tw_task *table_slot_at(struct task_dir *d, uint32_t index)
-{
-	struct tw_task *chunk =
-		atomic_load_explicit(&d->chunk[index >> TABLE_CHUNK_BITS], memory_order_acquire);
-	return &chunk[index & TABLE_CHUNK_MASK];
-}
-
-/* The slot that id names, whatever it now holds, or NULL: its address only,
- * for a prefetch. Call inside an RCU read-side section. Inline: every
- * operation on a task starts here. */
-static inline struct tw_task *tw__table_slot(struct task_table *t, tw_id id)
-{
-	struct task_dir *d = rcu_dereference(t->dir);
-	HANDOVER_ACQUIRE(d); /* pairs with grow's release of a new directory */
-	uint32_t index = id_index(id);
-	if (!id ||
-	    (index >> TABLE_CHUNK_BITS) >= atomic_load_explicit(&d->chunks, memory_order_acquire) ||
-	    (index & TABLE_CHUNK_MASK) >= TABLE_CHUNK_SLOTS)
-		return NULL;
-	return table_slot_at(d, index);
-}
-/* Chunk i's TABLE_CHUNK_SLOTS slots, or NULL past the last chunk; not inside a read-side
- * section. Chunks are never moved or freed before the engine: read them outside one. */
-struct tw_task *tw__table_chunk(struct task_table *t, size_t i);
-/* Calls fn on every slot of every chunk; not inside a read-side section. */
-void tw__table_for_each(struct task_table *t, void (*fn)(struct tw_task *, void *), void *ctx);
-
-/* Tasks ended, counted by the thread that ended them. */
-struct end_counts {
-	_Atomic uint64_t completed, stopped;
-	/* Tasks moved into each live state (TW_WAITING, TW_RUNNING, TW_PAUSED) minus those moved
-	 * out, modulo 2^64, by this counter's writers: summed over all of them, the tasks in each
-	 * state (tw_stats), without walking the table. */
-	_Atomic uint64_t in_state[TW_PAUSED + 1];
-};
-
-/* Lock held: a task's state changes from `from` to `to`; counted in c, by its one writer
- * (shared: by any thread, with an atomic add). A state past TW_PAUSED, or NO_STATE, is none
- * of the live ones. */
-#define NO_STATE UINT8_MAX
-static inline void tally_move(struct end_counts *c, uint8_t from, uint8_t to, bool shared)
-{
-	if (from == to)
-		return;
-	if (from <= TW_PAUSED) {
-		if (shared)
-			atomic_fetch_sub_explicit(&c->in_state[from], 1, memory_order_relaxed);
-		else
-			atomic_store_explicit(
-				&c->in_state[from],
-				atomic_load_explicit(&c->in_state[from], memory_order_relaxed) - 1,
-				memory_order_relaxed);
-	}
-	if (to <= TW_PAUSED) {
-		if (shared)
-			atomic_fetch_add_explicit(&c->in_state[to], 1, memory_order_relaxed);
-		else
-			atomic_store_explicit(
-				&c->in_state[to],
-				atomic_load_explicit(&c->in_state[to], memory_order_relaxed) + 1,
-				memory_order_relaxed);
-	}
-}
-
-/* One writer's tally: a task moved from one live state to another (no test, no reload). */
-static inline void tally_step(struct end_counts *c, uint8_t from, uint8_t to)
-{
-	bump_by(&c->in_state[from], UINT64_MAX); /* - 1, modulo 2^64 */
-	bump(&c->in_state[to]);
-}
-
-/* Lock held: sets the task's state and counts the move. */
-static inline void task_move(struct tw_task *task, struct end_counts *c, uint8_t to, bool shared)
-{
-	TASK_LOCKED(task);
-	uint8_t from = atomic_load_explicit(&task->state, memory_order_relaxed);
-	atomic_store_explicit(&task->state, to, memory_order_relaxed);
-	tally_move(c, from, to, shared);
-}
-
 /* task.c: the task's own small lock (a spin lock: it is held for a few dozen instructions).
  * Release builds take it inline when it is free, as every operation on a task does: a
  * call cost the fast paths more than the lock. Debug builds check who holds what. */
@@ -571,9 +322,54 @@ static inline void tw__task_unlock(struct tw_task *task)
 void tw__task_lock(struct tw_task *task);
 void tw__task_unlock(struct tw_task *task);
 #endif
-/* Under lock: the task ends (TW_COMPLETED or TW_STOPPED) from its live state `from`; counted
- * in the ending thread's counts (shared: any thread's, atomically). */
-void tw__task_end(struct end_counts *counts, struct tw_task *task, uint8_t from, tw_state end,
-		  bool shared);
+
+#include "task_delay.h"
+
+/*
+ * The record of a task about to be added, from its spec, before it is published (no other
+ * thread reads it yet, so nothing is locked): live and waiting, due at due_ns, resuming with
+ * delay_ms (a time given stands for a delay: tw_resume's), every count at 0. Inline, and
+ * here rather than in task.c: every tw_add runs it, and a call would cost the add more
+ * than the stores do.
+ */
+static inline __attribute__((always_inline)) void
+task_init(struct tw_task *task, const tw_task_spec *spec, uint64_t delay_ms, uint64_t due_ns)
+{
+	struct task_cold *cold = task_cold(task);
+	wheel_entry_init(&task->entry);
+	atomic_flag_clear(&task->lock);
+	task->filing = FILED_NONE;
+	task->mailed = false;
+	task->released = false;
+	task->release_queued = false;
+	atomic_store_explicit(&task->traits, (uint8_t)spec->flags, memory_order_relaxed);
+	task->rerun = false;
+	task_set_delay_ms(task, delay_ms);
+	task->delay_pending = false;
+	cold->skipped_since_run = 0;
+	task->skipped = false;
+	cold->callback = spec->callback;
+	cold->arg = spec->arg;
+	cold->release = spec->release;
+	atomic_store_explicit(&task->state, TW_WAITING, memory_order_relaxed);
+	atomic_store_explicit(&task->running, 0, memory_order_relaxed);
+	atomic_store_explicit(&task->due_ns, due_ns, memory_order_relaxed);
+	cold->period_hi = 0; /* no strikes; before the period, whose wide bits go there */
+	task_set_period_ms(task, spec->period_ms);
+	atomic_store_explicit(&cold->runs, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->last_run_us, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->longest_run_us, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->last_lateness_us, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->max_lateness_us, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->consecutive_failures, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->failures, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->slow_runs, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->skipped_overlap, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->skipped_overload, 0, memory_order_relaxed);
+	atomic_store_explicit(&cold->skipped_missed, 0, memory_order_relaxed);
+}
+
+#include "task_table.h"
+#include "task_tally.h"
 
 #endif
