@@ -20,7 +20,8 @@ LAYERS = [
     ('threads', ['threads.h', 'calendar.h', 'run.h', 'ends.c', 'executor.c', 'watch.c',
                  'wheel_thread.c', 'calendar.c']),
     ('lifecycle', ['lifecycle.h', 'engine.c', 'fork.c', 'stop.c']),
-    ('api', ['query.h', 'query.c', 'list.c', 'metrics.c', 'ops.h', 'ops_add.c', 'ops_due.c',
+    ('api', ['query.h', 'query.c', 'list.c', 'metrics_sink.h', 'metrics_sink.c',
+             'metrics.c', 'ops.h', 'ops_add.c', 'ops_due.c',
              'ops_state.c', 'snapshot_write.c', 'snapshot_restore.c']),
 ]
 LEVEL = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}

@@ -8,256 +8,90 @@
  * nothing is allocated while formatting.
  */
 #include "engine.h"
+#include "metrics_sink.h"
 
 #include <string.h>
 
 enum { CHUNK = 4096 };
 
-struct sink {
-	tw_metrics_writer write; /* NULL: into buf alone */
-	void *ctx;
-	char *buf;
-	size_t cap, used; /* buf's size; what it holds */
-	size_t total;     /* the whole text's length so far */
-	bool failed;      /* the writer returned nonzero: nothing more is put */
-	const char *prefix;
-	const char *const *labels;
-	bool per_task; /* tw_metrics_options.per_task */
-};
-
-static void flush(struct sink *s)
-{
-	if (s->write && s->used && !s->failed) {
-		if (s->write(s->ctx, s->buf, s->used))
-			s->failed = true;
-		s->used = 0;
-	}
-}
-
-static void put(struct sink *s, const char *data, size_t n)
-{
-	s->total += n;
-	if (s->failed)
-		return;
-	while (n) {
-		if (s->used == s->cap) {
-			if (!s->write)
-				return; /* the buffer is full: only the length is counted */
-			flush(s);
-			if (s->failed)
-				return;
-		}
-		size_t room = s->cap - s->used, take = n < room ? n : room;
-		memcpy(s->buf + s->used, data, take);
-		s->used += take;
-		data += take;
-		n -= take;
-	}
-}
-
-static void puts_(struct sink *s, const char *text)
-{
-	put(s, text, strlen(text));
-}
-
-static void put_u64(struct sink *s, uint64_t v)
-{
-	char digits[20];
-	size_t n = 0;
-	do {
-		digits[sizeof digits - ++n] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	put(s, digits + sizeof digits - n, n);
-}
-
-/* ns as seconds, exact: "0", "0.000001", "4.194304", "12.5". */
-static void put_seconds(struct sink *s, uint64_t ns)
-{
-	put_u64(s, ns / 1000000000u);
-	uint64_t frac = ns % 1000000000u;
-	if (!frac)
-		return;
-	char digits[10] = ".";
-	unsigned n = 9;
-	while (!(frac % 10)) {
-		frac /= 10;
-		n--;
-	}
-	for (unsigned i = n; i > 0; i--) {
-		digits[i] = (char)('0' + frac % 10);
-		frac /= 10;
-	}
-	put(s, digits, n + 1);
-}
-
-/* A label value with \, " and newline escaped, as the format wants. */
-static void put_escaped(struct sink *s, const char *value)
-{
-	const char *run = value;
-	for (const char *p = value; *p; p++) {
-		const char *esc = *p == '\\' ? "\\\\" :
-				  *p == '"'  ? "\\\"" :
-				  *p == '\n' ? "\\n" :
-					       NULL;
-		if (esc) {
-			put(s, run, (size_t)(p - run));
-			put(s, esc, 2);
-			run = p + 1;
-		}
-	}
-	puts_(s, run);
-}
-
-static void put_family(struct sink *s, const char *name, const char *type, const char *help)
-{
-	puts_(s, "# HELP ");
-	puts_(s, s->prefix);
-	puts_(s, name);
-	put(s, " ", 1);
-	puts_(s, help);
-	puts_(s, "\n# TYPE ");
-	puts_(s, s->prefix);
-	puts_(s, name);
-	put(s, " ", 1);
-	puts_(s, type);
-	put(s, "\n", 1);
-}
-
-/* name[suffix]{the caller's labels,key="value",task="task"} */
-static void put_labelled(struct sink *s, const char *name, const char *suffix, const char *key,
-			 const char *value, const char *task)
-{
-	puts_(s, s->prefix);
-	puts_(s, name);
-	puts_(s, suffix);
-	if (!key && !s->labels && !task)
-		return;
-	put(s, "{", 1);
-	const char *sep = "";
-	for (const char *const *l = s->labels; l && *l; l += 2) {
-		puts_(s, sep);
-		puts_(s, l[0]);
-		put(s, "=\"", 2);
-		put_escaped(s, l[1]);
-		put(s, "\"", 1);
-		sep = ",";
-	}
-	if (key) {
-		puts_(s, sep);
-		puts_(s, key);
-		put(s, "=\"", 2);
-		puts_(s, value); /* the library's own: nothing to escape */
-		put(s, "\"", 1);
-		sep = ",";
-	}
-	if (task) {
-		puts_(s, sep);
-		puts_(s, "task=\"");
-		put_escaped(s, task);
-		put(s, "\"", 1);
-	}
-	put(s, "}", 1);
-}
-
-static void put_name(struct sink *s, const char *name, const char *suffix, const char *key,
-		     const char *value)
-{
-	put_labelled(s, name, suffix, key, value, NULL);
-}
-
-static void put_sample(struct sink *s, const char *name, const char *key, const char *value,
-		       uint64_t v)
-{
-	put_name(s, name, "", key, value);
-	put(s, " ", 1);
-	put_u64(s, v);
-	put(s, "\n", 1);
-}
-
-static void put_one(struct sink *s, const char *name, const char *type, const char *help,
-		    uint64_t v)
-{
-	put_family(s, name, type, help);
-	put_sample(s, name, NULL, NULL, v);
-}
-
 static void put_lateness(struct sink *s, const tw_engine_stats *st)
 {
 	static const char name[] = "lateness_seconds";
-	put_family(s, name, "histogram",
-		   "How late runs started: run start minus the due time they stand for.");
+	tw__sink_family(s, name, "histogram",
+			"How late runs started: run start minus the due time they stand for.");
 	char le[24];
 	uint64_t count = 0;
 	for (unsigned b = 0; b < TW_LATENESS_BUCKETS - 1; b++) {
 		count += st->lateness_us[b];
 		/* Bucket b holds runs later than 2^(b-1) us and less than 2^b us late. */
 		struct sink text = { .buf = le, .cap = sizeof le - 1 };
-		put_seconds(&text, (UINT64_C(1000) << b));
+		tw__sink_seconds(&text, (UINT64_C(1000) << b));
 		le[text.used] = '\0';
-		put_name(s, name, "_bucket", "le", le);
-		put(s, " ", 1);
-		put_u64(s, count);
-		put(s, "\n", 1);
+		tw__sink_name(s, name, "_bucket", "le", le);
+		tw__sink_put(s, " ", 1);
+		tw__sink_u64(s, count);
+		tw__sink_put(s, "\n", 1);
 	}
 	count += st->lateness_us[TW_LATENESS_BUCKETS - 1];
-	put_sample(s, "lateness_seconds_bucket", "le", "+Inf", count);
-	put_name(s, name, "_sum", NULL, NULL);
-	put(s, " ", 1);
-	put_seconds(s, st->lateness_sum_ns);
-	put(s, "\n", 1);
-	put_sample(s, "lateness_seconds_count", NULL, NULL, count);
+	tw__sink_sample(s, "lateness_seconds_bucket", "le", "+Inf", count);
+	tw__sink_name(s, name, "_sum", NULL, NULL);
+	tw__sink_put(s, " ", 1);
+	tw__sink_seconds(s, st->lateness_sum_ns);
+	tw__sink_put(s, "\n", 1);
+	tw__sink_sample(s, "lateness_seconds_count", NULL, NULL, count);
 
-	put_family(s, "lateness_max_seconds", "gauge", "The latest any run has started.");
-	put_name(s, "lateness_max_seconds", "", NULL, NULL);
-	put(s, " ", 1);
-	put_seconds(s, st->lateness_max_ns);
-	put(s, "\n", 1);
+	tw__sink_family(s, "lateness_max_seconds", "gauge", "The latest any run has started.");
+	tw__sink_name(s, "lateness_max_seconds", "", NULL, NULL);
+	tw__sink_put(s, " ", 1);
+	tw__sink_seconds(s, st->lateness_max_ns);
+	tw__sink_put(s, "\n", 1);
 }
 
 static void put_all(struct sink *s, const tw_engine_stats *st)
 {
-	put_one(s, "runs_total", "counter", "Runs started.", st->runs);
-	put_one(s, "failures_total", "counter", "Runs whose callback returned nonzero.",
-		st->failures);
-	put_one(s, "slow_runs_total", "counter", "Runs that lasted longer than slow_run_ms.",
-		st->slow_runs);
-	put_family(s, "skipped_total", "counter",
-		   "Periodic firings skipped, by reason (overlap, overload, missed).");
-	put_sample(s, "skipped_total", "reason", "overlap", st->skipped_overlap);
-	put_sample(s, "skipped_total", "reason", "overload", st->skipped_overload);
-	put_sample(s, "skipped_total", "reason", "missed", st->skipped_missed);
-	put_one(s, "tasks_completed_total", "counter", "One-shot tasks that completed.",
-		st->tasks_completed);
-	put_one(s, "tasks_stopped_total", "counter", "Tasks cancelled or stopped with the engine.",
-		st->tasks_stopped);
-	put_one(s, "wheel_wakeups_total", "counter", "Times the wheel thread woke up.",
-		st->wheel_wakeups);
-	put_one(s, "stuck_runs_total", "counter", "Runs that went on past run_limit_ms.",
-		st->stuck_runs);
-	put_one(s, "wheel_thread_runs_total", "counter",
-		"Runs of TW_ON_WHEEL_THREAD tasks on the wheel thread.", st->wheel_thread_runs);
-	put_one(s, "over_budget_runs_total", "counter",
-		"Runs on the wheel thread longer than wheel_run_budget_us.", st->over_budget_runs);
-	put_one(s, "tasks_moved_off_wheel_thread_total", "counter",
-		"Tasks moved from the wheel thread to the executors for runs over budget.",
-		st->tasks_moved_off_wheel_thread);
-	put_one(s, "tasks_live", "gauge", "Tasks live now: waiting, running or paused.",
-		st->tasks_live);
-	put_family(s, "tasks", "gauge", "Live tasks now, by state.");
-	put_sample(s, "tasks", "state", "waiting", st->tasks_waiting);
-	put_sample(s, "tasks", "state", "running", st->tasks_running);
-	put_sample(s, "tasks", "state", "paused", st->tasks_paused);
-	put_one(s, "spare_executors", "gauge", "Spare executors started and running now.",
-		st->spare_executors);
-	put_one(s, "memory_bytes", "gauge", "Bytes the engine holds: task table, queues, records.",
-		st->memory_bytes);
-	put_family(s, "wheel_busy_seconds_total", "counter",
-		   "Time the wheel thread spent in its rounds.");
-	put_name(s, "wheel_busy_seconds_total", "", NULL, NULL);
-	put(s, " ", 1);
-	put_seconds(s, st->wheel_busy_ns);
-	put(s, "\n", 1);
+	tw__sink_one(s, "runs_total", "counter", "Runs started.", st->runs);
+	tw__sink_one(s, "failures_total", "counter", "Runs whose callback returned nonzero.",
+		     st->failures);
+	tw__sink_one(s, "slow_runs_total", "counter", "Runs that lasted longer than slow_run_ms.",
+		     st->slow_runs);
+	tw__sink_family(s, "skipped_total", "counter",
+			"Periodic firings skipped, by reason (overlap, overload, missed).");
+	tw__sink_sample(s, "skipped_total", "reason", "overlap", st->skipped_overlap);
+	tw__sink_sample(s, "skipped_total", "reason", "overload", st->skipped_overload);
+	tw__sink_sample(s, "skipped_total", "reason", "missed", st->skipped_missed);
+	tw__sink_one(s, "tasks_completed_total", "counter", "One-shot tasks that completed.",
+		     st->tasks_completed);
+	tw__sink_one(s, "tasks_stopped_total", "counter",
+		     "Tasks cancelled or stopped with the engine.", st->tasks_stopped);
+	tw__sink_one(s, "wheel_wakeups_total", "counter", "Times the wheel thread woke up.",
+		     st->wheel_wakeups);
+	tw__sink_one(s, "stuck_runs_total", "counter", "Runs that went on past run_limit_ms.",
+		     st->stuck_runs);
+	tw__sink_one(s, "wheel_thread_runs_total", "counter",
+		     "Runs of TW_ON_WHEEL_THREAD tasks on the wheel thread.",
+		     st->wheel_thread_runs);
+	tw__sink_one(s, "over_budget_runs_total", "counter",
+		     "Runs on the wheel thread longer than wheel_run_budget_us.",
+		     st->over_budget_runs);
+	tw__sink_one(s, "tasks_moved_off_wheel_thread_total", "counter",
+		     "Tasks moved from the wheel thread to the executors for runs over budget.",
+		     st->tasks_moved_off_wheel_thread);
+	tw__sink_one(s, "tasks_live", "gauge", "Tasks live now: waiting, running or paused.",
+		     st->tasks_live);
+	tw__sink_family(s, "tasks", "gauge", "Live tasks now, by state.");
+	tw__sink_sample(s, "tasks", "state", "waiting", st->tasks_waiting);
+	tw__sink_sample(s, "tasks", "state", "running", st->tasks_running);
+	tw__sink_sample(s, "tasks", "state", "paused", st->tasks_paused);
+	tw__sink_one(s, "spare_executors", "gauge", "Spare executors started and running now.",
+		     st->spare_executors);
+	tw__sink_one(s, "memory_bytes", "gauge",
+		     "Bytes the engine holds: task table, queues, records.", st->memory_bytes);
+	tw__sink_family(s, "wheel_busy_seconds_total", "counter",
+			"Time the wheel thread spent in its rounds.");
+	tw__sink_name(s, "wheel_busy_seconds_total", "", NULL, NULL);
+	tw__sink_put(s, " ", 1);
+	tw__sink_seconds(s, st->wheel_busy_ns);
+	tw__sink_put(s, "\n", 1);
 	put_lateness(s, st);
 }
 
@@ -274,22 +108,22 @@ static void put_executors(struct sink *s, tw_engine *e, uint64_t count)
 		  "Time an executor spent in callbacks." },
 	};
 	for (unsigned f = 0; f < sizeof families / sizeof families[0]; f++) {
-		put_family(s, families[f].name, families[f].type, families[f].help);
+		tw__sink_family(s, families[f].name, families[f].type, families[f].help);
 		for (uint64_t i = 0; i < count; i++) {
 			tw_executor_info x;
 			if (tw_executor_stats(e, (unsigned)i, &x) != TW_OK)
 				break;
 			char index[24];
 			struct sink text = { .buf = index, .cap = sizeof index - 1 };
-			put_u64(&text, i);
+			tw__sink_u64(&text, i);
 			index[text.used] = '\0';
-			put_name(s, families[f].name, "", "executor", index);
-			put(s, " ", 1);
+			tw__sink_name(s, families[f].name, "", "executor", index);
+			tw__sink_put(s, " ", 1);
 			if (f == 2)
-				put_seconds(s, x.busy_ns);
+				tw__sink_seconds(s, x.busy_ns);
 			else
-				put_u64(s, f == 0 ? x.queued : x.queued_max);
-			put(s, "\n", 1);
+				tw__sink_u64(s, f == 0 ? x.queued : x.queued_max);
+			tw__sink_put(s, "\n", 1);
 		}
 	}
 }
@@ -311,10 +145,11 @@ static int put_task_sample(tw_id id, const tw_task_info *info, void *ctx)
 	static const char *const reasons[] = { "overlap", "overload", "missed" };
 	uint64_t skips[] = { info->skipped_overlap, info->skipped_overload, info->skipped_missed };
 	for (int r = 0; r < (f->skips ? 3 : 1); r++) {
-		put_labelled(f->s, f->name, "", f->skips ? "reason" : NULL, reasons[r], info->name);
-		put(f->s, " ", 1);
-		put_u64(f->s, f->skips ? skips[r] : f->failures ? info->failures : info->runs);
-		put(f->s, "\n", 1);
+		tw__sink_labelled(f->s, f->name, "", f->skips ? "reason" : NULL, reasons[r],
+				  info->name);
+		tw__sink_put(f->s, " ", 1);
+		tw__sink_u64(f->s, f->skips ? skips[r] : f->failures ? info->failures : info->runs);
+		tw__sink_put(f->s, "\n", 1);
 	}
 	return f->s->failed;
 }
@@ -334,7 +169,7 @@ static int put_tasks(struct sink *s, tw_engine *e)
 		{ "task_skipped_total", "Periodic firings skipped, per named task and reason." },
 	};
 	for (unsigned i = 0; i < sizeof families / sizeof families[0]; i++) {
-		put_family(s, families[i].name, "counter", families[i].help);
+		tw__sink_family(s, families[i].name, "counter", families[i].help);
 		struct task_family f = { s, families[i].name, i == 2, i == 1 };
 		int rc = tw_list(e, 0, put_task_sample, &f);
 		if (rc < 0)
@@ -412,7 +247,7 @@ int tw_metrics_write_sized(tw_engine *e, const tw_metrics_options *opt, size_t s
 	put_executors(&s, e, st.executors);
 	if (s.per_task && (rc = put_tasks(&s, e)))
 		return rc;
-	flush(&s);
+	tw__sink_flush(&s);
 	return s.failed ? -TW_EWRITE : TW_OK;
 }
 
