@@ -22,7 +22,8 @@ LAYERS = [
     ('lifecycle', ['lifecycle.h', 'engine.c', 'fork.c', 'stop.c']),
     ('api', ['query.h', 'query.c', 'list.c', 'metrics_sink.h', 'metrics_sink.c',
              'metrics.c', 'ops.h', 'ops_add.c', 'ops_due.c',
-             'ops_state.c', 'snapshot_write.c', 'snapshot_restore.c']),
+             'ops_state.c', 'snapshot_file.h', 'snapshot_file.c', 'snapshot_write.c',
+             'snapshot_plan.h', 'snapshot_plan.c', 'snapshot_restore.c']),
 ]
 LEVEL = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
 FUNC_DEF = re.compile(r'^(?:static\s+)?(?:inline\s+)?(?:__attribute__\(\([^)]*\)\)\s+)*'

@@ -11,79 +11,12 @@
  */
 #include "alloc.h"
 #include "calendar.h"
-#include "snapshot.h"
+#include "snapshot_file.h"
+#include "snapshot_plan.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-/* What restoring a record does. */
-enum action {
-	SKIPPED,  /* a duplicate, declined, or expired: not added */
-	NO_DUE,   /* added waiting with no due (saved so: TW_NEVER, or no fire time left) */
-	PAUSED,   /* added paused */
-	DUE,      /* added with its due at wall-clock time wall */
-	DUE_NOW,  /* added due at once: a passed due, TW_MISFIRE_RUN_ONCE */
-	DUE_NEXT, /* added with its first due after now: a passed due, TW_MISFIRE_SKIP */
-};
-
-struct plan {
-	uint8_t action;
-	bool resolved, added;
-	int64_t wall; /* DUE, DUE_NEXT: the due's wall-clock time */
-	uint64_t missed;
-	tw_id id;
-	tw_resolved to;
-};
-
-struct now {
-	int64_t offset, wall;
-	uint64_t ns;
-};
-
-/* The whole file into *buf (malloc'ed): -1 with errno on failure. */
-static int read_file(const char *path, uint8_t **buf, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	struct stat st;
-	uint8_t *data = NULL;
-	size_t size = 0, done = 0;
-	if (fstat(fd, &st))
-		goto fail;
-	size = (size_t)st.st_size;
-	if (!(data = malloc(size ? size : 1))) {
-		errno = ENOMEM;
-		goto fail;
-	}
-	while (done < size) {
-		ssize_t n = read(fd, data + done, size - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto fail;
-		if (!n)
-			break; /* cut short meanwhile: the parser judges what there is */
-		done += (size_t)n;
-	}
-	if (close(fd)) {
-		free(data);
-		return -1;
-	}
-	*buf = data;
-	*len = done;
-	return 0;
-fail:;
-	int saved = errno;
-	free(data);
-	(void)close(fd);
-	errno = saved;
-	return -1;
-}
 
 /* A NUL-terminated copy of len bytes in a buffer kept between calls; NULL: no memory. */
 static const char *text_of(char **scratch, size_t *cap, const char *text, size_t len)
@@ -109,62 +42,6 @@ static uint64_t due_of_wall(const struct tw_engine *e, const struct now *now, in
 	if (wall > now->wall && wall - now->wall > max)
 		wall = now->wall + max;
 	return tw__calendar_due(e, wall, now->offset);
-}
-
-/* A calendar task's passed fire times from wall (one) to now, up to limit; *next: its first
- * fire time after now (0: none). */
-static uint64_t count_calendar(const tw_cron *cron, int64_t wall, const struct now *now,
-			       uint64_t limit, int64_t *next)
-{
-	uint64_t n = 1;
-	int64_t t;
-	while (n < limit && !tw_cron_next(cron, wall, &t, 1) && t <= now->wall) {
-		n++;
-		wall = t;
-	}
-	*next = tw_cron_next(cron, now->wall, &t, 1) ? 0 : t;
-	return n;
-}
-
-/* What restoring r does, judged against now; a calendar task's expression parsed as cron. */
-static void plan_record(const struct snap_record *r, const tw_cron *cron, const struct now *now,
-			struct plan *p)
-{
-	*p = (struct plan){ .action = NO_DUE };
-	if (r->bits & SNAP_PAUSED) {
-		p->action = PAUSED;
-		return;
-	}
-	int64_t w = r->due_wall_ns;
-	if (!w)
-		return;
-	if (w > now->wall) {
-		p->action = DUE;
-		p->wall = w;
-		return;
-	}
-	bool skip = r->misfire == TW_MISFIRE_SKIP;
-	int64_t next = 0;
-	uint64_t passed = 1;
-	if (r->kind == SNAP_PERIODIC) {
-		int64_t period = (int64_t)(r->period_ms * NS_PER_MS);
-		passed = (uint64_t)((now->wall - w) / period) + 1;
-		next = w + (int64_t)passed * period;
-	} else if (r->kind == SNAP_CALENDAR) {
-		/* The bound is on the missed ones, as at run time: a run's own fire time is
-		 * not one of them. */
-		passed = count_calendar(cron, w, now,
-					skip ? TW_RESTORE_MISSED_MAX : TW_RESTORE_MISSED_MAX + 1,
-					&next);
-	} else if (skip) {
-		p->action = SKIPPED; /* a one-shot with nothing after now: expired */
-		return;
-	}
-	p->action = skip ? DUE_NEXT : DUE_NOW;
-	p->missed = skip ? passed : passed - 1;
-	p->wall = next;
-	if (skip && !next)
-		p->action = NO_DUE; /* no fire time left */
 }
 
 struct restore {
@@ -210,7 +87,7 @@ static int plan_all(struct restore *s, const struct now *now)
 				break;
 			}
 		}
-		plan_record(r, cron, now, p);
+		tw__snapshot_plan_record(r, cron, now, p);
 		if (p->action == SKIPPED) {
 			s->res->expired++;
 			continue;
@@ -308,6 +185,63 @@ static int add_all(struct restore *s)
 	return TW_OK;
 }
 
+/* Lock held: a restored task's counts as the file has them, and the firings it missed. */
+static void arm_counts(struct tw_engine *e, struct tw_task *task, const struct snap_record *r,
+		       const struct plan *p)
+{
+	struct task_cold *c = task_cold(task);
+	const uint64_t *n = r->counters;
+	atomic_store_explicit(&c->runs, n[SNAP_RUNS], memory_order_relaxed);
+	/* The parser saw these fit 32 bits. */
+	atomic_store_explicit(&c->failures, (uint32_t)n[SNAP_FAILURES], memory_order_relaxed);
+	atomic_store_explicit(&c->consecutive_failures, (uint32_t)n[SNAP_CONSECUTIVE_FAILURES],
+			      memory_order_relaxed);
+	atomic_store_explicit(&c->slow_runs, (uint32_t)n[SNAP_SLOW_RUNS], memory_order_relaxed);
+	atomic_store_explicit(&c->skipped_overlap, (uint32_t)n[SNAP_SKIPPED_OVERLAP],
+			      memory_order_relaxed);
+	atomic_store_explicit(&c->skipped_overload, (uint32_t)n[SNAP_SKIPPED_OVERLOAD],
+			      memory_order_relaxed);
+	atomic_store_explicit(&c->skipped_missed, (uint32_t)n[SNAP_SKIPPED_MISSED],
+			      memory_order_relaxed);
+	if (p->missed) {
+		/* The first run reports them in tw_fire.skipped only when it is the run at
+		 * restore (TW_MISFIRE_RUN_ONCE); with SKIP the task chose to pass over them, and
+		 * its first run is an ordinary one. */
+		if (p->action == DUE_NOW)
+			task_skip(task, &c->skipped_missed, p->missed);
+		else
+			bump_skips(&c->skipped_missed, p->missed);
+		atomic_fetch_add_explicit(&e->api_skipped_missed, p->missed, memory_order_relaxed);
+	}
+}
+
+/* Lock held: a restored task paused, or given its due, as its plan says. */
+static void arm_due(struct tw_engine *e, struct tw_task *task, const struct snap_record *r,
+		    const struct plan *p, const struct now *now, struct after_unlock *after)
+{
+	if (r->kind == SNAP_ONESHOT)
+		task_set_delay_ms(task, r->delay_ms);
+	uint64_t due = DUE_NEVER;
+	if (p->action == DUE || p->action == DUE_NEXT)
+		due = due_of_wall(e, now, p->wall);
+	else if (p->action == DUE_NOW)
+		due = tw__engine_due_at_ns(e, now->ns, 0);
+	if (p->action == PAUSED) {
+		task_move(task, &e->api_ends, TW_PAUSED, true);
+		task_set_paused_by_failures(task, r->bits & SNAP_PAUSED_BY_FAILURES);
+	} else if (due != DUE_NEVER) {
+		if (r->kind == SNAP_CALENDAR) {
+			/* A due now stands for no fire time: the calendar goes on after that
+			 * firing, as after tw_set_delay. */
+			struct calendar *cal = task_calendar(task);
+			cal->next_wall_ns = p->action == DUE_NOW ? 0 : p->wall;
+			cal->planned_due = p->action == DUE_NOW ? 0 : due;
+		}
+		atomic_store_explicit(&task->due_ns, due, memory_order_relaxed);
+		mail_after_unlock(e, task, after);
+	}
+}
+
 /* A restored task, still waiting with no due, gets what the file and its plan say. */
 static void arm(struct tw_engine *e, const struct snap_record *r, const struct plan *p,
 		const struct now *now)
@@ -322,58 +256,8 @@ static void arm(struct tw_engine *e, const struct snap_record *r, const struct p
 		if (atomic_load_explicit(&task->id, memory_order_relaxed) == p->id &&
 		    atomic_load_explicit(&task->state, memory_order_relaxed) == TW_WAITING &&
 		    atomic_load_explicit(&task->due_ns, memory_order_relaxed) == DUE_NEVER) {
-			struct task_cold *c = task_cold(task);
-			const uint64_t *n = r->counters;
-			atomic_store_explicit(&c->runs, n[SNAP_RUNS], memory_order_relaxed);
-			/* The parser saw these fit 32 bits. */
-			atomic_store_explicit(&c->failures, (uint32_t)n[SNAP_FAILURES],
-					      memory_order_relaxed);
-			atomic_store_explicit(&c->consecutive_failures,
-					      (uint32_t)n[SNAP_CONSECUTIVE_FAILURES],
-					      memory_order_relaxed);
-			atomic_store_explicit(&c->slow_runs, (uint32_t)n[SNAP_SLOW_RUNS],
-					      memory_order_relaxed);
-			atomic_store_explicit(&c->skipped_overlap,
-					      (uint32_t)n[SNAP_SKIPPED_OVERLAP],
-					      memory_order_relaxed);
-			atomic_store_explicit(&c->skipped_overload,
-					      (uint32_t)n[SNAP_SKIPPED_OVERLOAD],
-					      memory_order_relaxed);
-			atomic_store_explicit(&c->skipped_missed, (uint32_t)n[SNAP_SKIPPED_MISSED],
-					      memory_order_relaxed);
-			if (p->missed) {
-				/* The first run reports them in tw_fire.skipped only when it is
-				 * the run at restore (TW_MISFIRE_RUN_ONCE); with SKIP the task
-				 * chose to pass over them, and its first run is an ordinary one. */
-				if (p->action == DUE_NOW)
-					task_skip(task, &c->skipped_missed, p->missed);
-				else
-					bump_skips(&c->skipped_missed, p->missed);
-				atomic_fetch_add_explicit(&e->api_skipped_missed, p->missed,
-							  memory_order_relaxed);
-			}
-			if (r->kind == SNAP_ONESHOT)
-				task_set_delay_ms(task, r->delay_ms);
-			uint64_t due = DUE_NEVER;
-			if (p->action == DUE || p->action == DUE_NEXT)
-				due = due_of_wall(e, now, p->wall);
-			else if (p->action == DUE_NOW)
-				due = tw__engine_due_at_ns(e, now->ns, 0);
-			if (p->action == PAUSED) {
-				task_move(task, &e->api_ends, TW_PAUSED, true);
-				task_set_paused_by_failures(task,
-							    r->bits & SNAP_PAUSED_BY_FAILURES);
-			} else if (due != DUE_NEVER) {
-				if (r->kind == SNAP_CALENDAR) {
-					/* A due now stands for no fire time: the calendar goes on
-					 * after that firing, as after tw_set_delay. */
-					struct calendar *cal = task_calendar(task);
-					cal->next_wall_ns = p->action == DUE_NOW ? 0 : p->wall;
-					cal->planned_due = p->action == DUE_NOW ? 0 : due;
-				}
-				atomic_store_explicit(&task->due_ns, due, memory_order_relaxed);
-				mail_after_unlock(e, task, &after);
-			}
+			arm_counts(e, task, r, p);
+			arm_due(e, task, r, p, now, &after);
 		}
 		tw__task_unlock(task);
 	}
@@ -400,7 +284,7 @@ static int restore(struct restore *s, const char *path, tw_resolver resolve, voi
 	struct tw_engine *e = s->e;
 	uint8_t *buf = NULL;
 	size_t len = 0;
-	if (read_file(path, &buf, &len))
+	if (tw__snapshot_read_file(path, &buf, &len))
 		return errno == ENOMEM ? -TW_ENOMEM : -TW_EIO;
 	int rc = tw__snapshot_parse(buf, len, &s->file);
 	if (rc)
