@@ -14,6 +14,8 @@
 
 enum { CHUNK = 4096 };
 
+#define DEFAULT_PREFIX "tickwheel_" /* tickwheel.h, "Prometheus metrics" */
+
 static void put_lateness(struct sink *s, const tw_engine_stats *st)
 {
 	static const char name[] = "lateness_seconds";
@@ -218,11 +220,11 @@ static int prepare(tw_engine *e, const tw_metrics_options *opt, size_t size, str
 {
 	if (!e)
 		return -TW_EINVAL;
-	tw_metrics_options o = { .prefix = "tickwheel_" };
+	tw_metrics_options o = { 0 };
 	if (opt && tw__struct_in(&o, sizeof o, opt, size))
 		return -TW_EINVAL;
-	if (!o.prefix)
-		o.prefix = "tickwheel_";
+	if (!o.prefix) /* no options, or no prefix in them */
+		o.prefix = DEFAULT_PREFIX;
 	int rc = check_options(&o);
 	if (rc)
 		return rc;
@@ -230,6 +232,14 @@ static int prepare(tw_engine *e, const tw_metrics_options *opt, size_t size, str
 	s->labels = o.labels && *o.labels ? o.labels : NULL;
 	s->per_task = o.per_task;
 	return tw_stats_sized(e, st, sizeof *st);
+}
+
+/* The whole text: the engine's families, its executors', its tasks' if asked. */
+static int put_text(struct sink *s, tw_engine *e, const tw_engine_stats *st)
+{
+	put_all(s, st);
+	put_executors(s, e, st->executors);
+	return s->per_task ? put_tasks(s, e) : TW_OK;
 }
 
 int tw_metrics_write_sized(tw_engine *e, const tw_metrics_options *opt, size_t size,
@@ -243,9 +253,7 @@ int tw_metrics_write_sized(tw_engine *e, const tw_metrics_options *opt, size_t s
 	int rc = prepare(e, opt, size, &s, &st);
 	if (rc)
 		return rc;
-	put_all(&s, &st);
-	put_executors(&s, e, st.executors);
-	if (s.per_task && (rc = put_tasks(&s, e)))
+	if ((rc = put_text(&s, e, &st)))
 		return rc;
 	tw__sink_flush(&s);
 	return s.failed ? -TW_EWRITE : TW_OK;
@@ -262,9 +270,7 @@ int tw_metrics_format_sized(tw_engine *e, const tw_metrics_options *opt, size_t 
 	int rc = prepare(e, opt, size, &s, &st);
 	if (rc)
 		return rc;
-	put_all(&s, &st);
-	put_executors(&s, e, st.executors);
-	if (s.per_task && (rc = put_tasks(&s, e)))
+	if ((rc = put_text(&s, e, &st)))
 		return rc;
 	if (cap)
 		buf[s.used] = '\0';
