@@ -20,6 +20,10 @@ static inline uint64_t ns_of_us(_Atomic uint32_t *us)
  * only a grace period after its task was reaped, and an id never comes back,
  * so what is read from a slot whose id still matches at the end belongs to
  * that one task (each field as it was at some instant of the read).
+ *
+ * Longer than a function should be, for tw_task_info's 22 fields: each is read once before
+ * the id check and written once after it, and the two halves share a dozen locals; cut in
+ * two, they would pass all of them across.
  */
 static inline __attribute__((always_inline)) bool
 task_read_info(struct tw_engine *e, struct tw_task *task, tw_id id, tw_task_info *out)
