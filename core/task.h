@@ -3,7 +3,7 @@
  * one another by address arithmetic; its traits and skip counts; its lock and
  * the debug builds' check of who holds it (task.c); and task_init, which makes
  * the record of a new task. The record's other concerns have headers of their
- * own, included at the end so that including task.h gives the whole task:
+ * own, included below (each after what it uses), so that task.h gives the whole task:
  * task_delay.h (the period and delay in 31 bits or wide), task_tally.h (tasks
  * counted by state) and task_table.h (ids and the slot table, task_table.c).
  * Uses base.h and the wheel's entry (wheel/wheel.h).
@@ -302,6 +302,7 @@ static inline uint64_t take_skipped(struct tw_task *task)
 	task->skipped = false;
 	return n;
 }
+
 /* task.c: the task's own small lock (a spin lock: it is held for a few dozen instructions).
  * Release builds take it inline when it is free, as every operation on a task does: a
  * call cost the fast paths more than the lock. Debug builds check who holds what. */
