@@ -27,7 +27,7 @@ enum task_filing {
 
 /*
  * A task is 64 + 8 + 80 = 152 bytes in three parts, stored in three arrays
- * per chunk of the slot table (task.c): a cache-line-aligned hot part, struct
+ * per chunk of the slot table (task_table.c): a cache-line-aligned hot part, struct
  * tw_task; its mail link; and a cold part, struct task_cold. The other two
  * are found from the hot one, and the hot one from its mail link, by address
  * arithmetic alone (task_cold(), task_mail_link(), task_of_mail_link()).
@@ -56,7 +56,7 @@ enum task_filing {
  *
  * The slot's generation and index are not stored while it is live: the id
  * holds both. A reaped slot keeps its id in the union, a free one its
- * generation (task.c).
+ * generation (task_table.c).
  */
 #define WIDE_BIT (UINT32_C(1) << 31) /* the period or delay has bits in the cold part */
 
@@ -163,7 +163,7 @@ _Static_assert((TW_MAX_DELAY_MS >> 31) <= UINT16_MAX, "wide values fit");
 
 /*
  * A chunk of the slot table is TABLE_CHUNK_ALIGN bytes at an address aligned
- * to as much (task.c carves them from huge-page regions): TABLE_CHUNK_SLOTS
+ * to as much (task_table.c carves them from huge-page regions): TABLE_CHUNK_SLOTS
  * hot parts, as many mail links, as many cold parts. 1724 slots of 152 bytes
  * fill 256 KiB. Slot indexes keep a power-of-two stride per chunk
  * (TABLE_CHUNK_BITS), so an id is split with a shift and a mask; the indexes

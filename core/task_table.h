@@ -30,7 +30,7 @@ struct task_dir {
 	struct tw_task *_Atomic chunk[]; /* each TABLE_CHUNK_SLOTS tasks, then their other parts */
 };
 
-/* A chunk's free slots (given back, not taken again), a bit each: task.c. */
+/* A chunk's free slots (given back, not taken again), a bit each: task_table.c. */
 struct chunk_free {
 	uint64_t bits[(TABLE_CHUNK_SLOTS + 63) / 64];
 	uint32_t count;

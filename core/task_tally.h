@@ -62,8 +62,8 @@ static inline void task_move(struct tw_task *task, struct end_counts *c, uint8_t
 	tally_move(c, from, to, shared);
 }
 
-/* Under lock (task.c): the task ends (TW_COMPLETED or TW_STOPPED) from its live state `from`; counted
- * in the ending thread's counts (shared: any thread's, atomically). */
+/* Under lock (task.c): the task ends (TW_COMPLETED or TW_STOPPED) from its live state `from`;
+ * counted in the ending thread's counts (shared: any thread's, atomically). */
 void tw__task_end(struct end_counts *counts, struct tw_task *task, uint8_t from, tw_state end,
 		  bool shared);
 
