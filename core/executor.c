@@ -112,15 +112,7 @@ static void run_finished(struct executor *x)
 		return;
 	}
 	atomic_store_explicit(&x->done, done, memory_order_seq_cst);
-	tw__drain_signal(e);
-}
-
-void tw__drain_signal(struct tw_engine *e)
-{
-	if (atomic_load_explicit(&e->drain_waiters, memory_order_seq_cst)) {
-		atomic_fetch_add_explicit(&e->drain_signal, 1, memory_order_seq_cst);
-		tw__futex_wake_all(&e->drain_signal);
-	}
+	drain_signal(e);
 }
 
 /*
@@ -434,5 +426,5 @@ void tw__executors_drop_queued(struct tw_engine *e)
 	for (unsigned i = 0; i < running; i++)
 		while (tw__executor_take(&e->executors[i], &f))
 			tw__drop_taken(e, &f);
-	tw__drain_signal(e);
+	drain_signal(e);
 }

@@ -11,8 +11,14 @@
  * wheel thread keeps a one-shot's for later and skips a periodic task's
  * (overload). The other way, an executor hands the tasks that ended on it
  * back through a ring of its own.
+ *
+ * Every wake-up is made here: the wheel thread's (its eventfd, tw__engine_wake),
+ * an executor's (its futex word) and the drain's waiters' (drain_signal, handover.h).
  */
 #include "handover.h"
+
+#include <errno.h>
+#include <unistd.h>
 
 bool tw__executor_push(struct executor *x, const struct firing *f)
 {
@@ -209,4 +215,14 @@ bool tw__task_mail(struct tw_engine *e, struct tw_task *task)
 	}
 	uint64_t until = atomic_load_explicit(&e->sleeps_until, memory_order_seq_cst);
 	return until && wake_for(e, task, until);
+}
+
+/* Writes the wheel thread's eventfd: a system call, made with no task lock held. */
+void tw__engine_wake(struct tw_engine *e)
+{
+	uint64_t one = 1;
+	/* EAGAIN: the counter is already non-zero, the thread will wake. Nothing else can
+	 * fail on an eventfd that the engine holds open until the wheel thread is joined. */
+	if (write(e->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
+		tw__engine_log(e, TW_LOG_ERROR, "waking the wheel thread: %s", tw__strerror(errno));
 }

@@ -173,5 +173,16 @@ void tw__executor_wake(struct executor *x);
  * the wheel thread must be woken, by tw__engine_wake once the lock is dropped: a
  * write to an eventfd, a system call no other thread should spin behind. */
 __attribute__((warn_unused_result)) bool tw__task_mail(struct tw_engine *e, struct tw_task *task);
+/* Wakes the wheel thread (its eventfd); any thread, no task lock held. */
+void tw__engine_wake(struct tw_engine *e);
+/* Wakes the threads that wait for runs to finish (wait_runs), if any. Inline: an executor
+ * that runs dry calls it after each run. */
+static inline void drain_signal(struct tw_engine *e)
+{
+	if (atomic_load_explicit(&e->drain_waiters, memory_order_seq_cst)) {
+		atomic_fetch_add_explicit(&e->drain_signal, 1, memory_order_seq_cst);
+		tw__futex_wake_all(&e->drain_signal);
+	}
+}
 
 #endif

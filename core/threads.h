@@ -20,8 +20,6 @@ void tw__executors_drop_queued(struct tw_engine *e);
 /* ends.c: a firing taken out of a ring by a stop: counted missed, the task's count of
  * firings in flight lowered, the task released if that was its last. */
 void tw__drop_taken(struct tw_engine *e, const struct firing *f);
-/* Wakes the threads that wait for runs to finish (wait_runs), if any. */
-void tw__drain_signal(struct tw_engine *e);
 /* Whether at most except runs were in progress, at one instant during the call. */
 bool tw__runs_idle(struct tw_engine *e, uint64_t except);
 
@@ -40,7 +38,6 @@ int tw__wheel_thread_start(struct tw_engine *e);
 /* Wheel thread, after each round: watch.c. */
 void tw__watch_executors(struct tw_engine *e);
 void tw__wheel_thread_join(struct tw_engine *e);
-void tw__engine_wake(struct tw_engine *e);
 
 /* ends.c */
 /* What a thread owes once it drops a task's lock: the user's release call,

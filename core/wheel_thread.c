@@ -30,15 +30,6 @@ static struct tw_task *task_of_entry(struct wheel_entry *entry)
 	return (struct tw_task *)((char *)entry - offsetof(struct tw_task, entry));
 }
 
-void tw__engine_wake(struct tw_engine *e)
-{
-	uint64_t one = 1;
-	/* EAGAIN: the counter is already non-zero, the thread will wake. Nothing else can
-	 * fail on an eventfd that the engine holds open until the wheel thread is joined. */
-	if (write(e->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
-		tw__engine_log(e, TW_LOG_ERROR, "waking the wheel thread: %s", tw__strerror(errno));
-}
-
 /*
  * The ready list: tasks whose due has come and whose firing is not handed out
  * yet, oldest first, linked through the task's entry while out of the wheel.
