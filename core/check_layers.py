@@ -17,7 +17,7 @@ LAYERS = [
               'names.h', 'names.c']),
     ('engine', ['engine.h', 'engine_clock.c']),
     ('handover', ['handover.h', 'handover.c']),
-    ('threads', ['threads.h', 'calendar.h', 'run.h', 'ends.c', 'executor.c', 'watch.c',
+    ('threads', ['threads.h', 'calendar.h', 'run.h', 'ends.c', 'executor.c', 'executor_pool.c', 'watch.c',
                  'wheel_round.h', 'wheel_mail.c', 'wheel_fire.c', 'wheel_sleep.c',
                  'wheel_thread.c', 'calendar.c']),
     ('lifecycle', ['lifecycle.h', 'engine.c', 'fork.c', 'stop.c']),

@@ -115,36 +115,6 @@ static void run_finished(struct executor *x)
 	drain_signal(e);
 }
 
-/*
- * Firings and release calls are counted handed by the wheel thread on the
- * executor it gave them to, and done by whoever finished them: the owner,
- * another executor that took them, or a stop that dropped them. So only the
- * sums compare: all done are read before all handed, and a firing is counted
- * handed before anyone can take it, so done never passes handed.
- */
-bool tw__runs_idle(struct tw_engine *e, uint64_t except)
-{
-	for (;;) {
-		unsigned running = executors_running(e);
-		uint64_t done = atomic_load_explicit(&e->stop_done, memory_order_seq_cst);
-		uint64_t handed = 0, again = 0;
-		for (unsigned i = 0; i <= running; i++)
-			done += atomic_load_explicit(&run_counter(e, i, running)->done,
-						     memory_order_seq_cst);
-		for (unsigned i = 0; i <= running; i++)
-			handed += atomic_load_explicit(&run_counter(e, i, running)->handed,
-						       memory_order_seq_cst);
-		if (handed - done > except)
-			return false;
-		/* Nothing handed over during the scan: all were idle at its end. */
-		for (unsigned i = 0; i <= running; i++)
-			again += atomic_load_explicit(&run_counter(e, i, running)->handed,
-						      memory_order_seq_cst);
-		if (again == handed && running == executors_running(e))
-			return true;
-	}
-}
-
 /* Calls the release of one-shots that ended without a run, then lets the
  * wheel thread reap them (not before: the call reads the task). The executor
  * is the queue's one reader, so it needs no lock; it never waits for the wheel
@@ -282,21 +252,21 @@ static void pin(struct executor *x)
  * /proc), and by itself as it starts (through prctl, which needs no /proc). Either fails only
  * without /proc, or for a name longer than the kernel's 15 characters. A spare names itself
  * alone: its creator is the wheel thread, which does no file I/O. */
-static void name_thread(const struct executor *x, pthread_t thread)
+void tw__executor_name(const struct executor *x, pthread_t thread)
 {
 	char name[16];
 	(void)snprintf(name, sizeof name, "tw-exec-%u", x->index);
 	(void)pthread_setname_np(thread, name);
 }
 
-static void *executor_main(void *arg)
+void *tw__executor_main(void *arg)
 {
 	struct executor *x = arg;
 	struct tw_engine *e = x->engine;
 	struct firing f;
 	executing_for = e;
 	executing_on = x;
-	name_thread(x, pthread_self());
+	tw__executor_name(x, pthread_self());
 	if (e->cfg.pin_executors)
 		pin(x);
 	for (;;) {
@@ -326,105 +296,4 @@ static void *executor_main(void *arg)
 	if (x->abandoned)
 		e->unref(e); /* may free x */
 	return NULL;
-}
-
-static unsigned round_up_pow2(unsigned n)
-{
-	unsigned p = 1;
-	while (p < n && p < (1u << 30))
-		p <<= 1;
-	return p;
-}
-
-static int start_thread(struct executor *x)
-{
-	int err = pthread_create(&x->thread, NULL, executor_main, x);
-	if (err) /* EAGAIN: out of threads (RLIMIT_NPROC, threads-max) or their memory */
-		return err == EAGAIN ? -TW_ERESOURCE : -TW_ENOMEM;
-	if (!x->spare)
-		name_thread(x, x->thread);
-	x->started = true;
-	return TW_OK;
-}
-
-/* Every slot gets its ring now, the spares' too, so that starting a spare while executors are
- * stuck allocates nothing; only the configured executors' threads start. */
-int tw__executors_start(struct tw_engine *e)
-{
-	unsigned capacity = e->cfg.queue_capacity ? e->cfg.queue_capacity : 4096;
-	unsigned size = round_up_pow2(capacity);
-	capacity = capacity < size ? capacity : size;
-	struct executor *runner = wheel_runner(e);
-	runner->engine = e;
-	runner->index = e->executor_slots;
-	runner->on_wheel_thread = true;
-	for (unsigned i = 0; i < e->executor_slots; i++) {
-		struct executor *x = &e->executors[i];
-		x->engine = e;
-		x->index = i;
-		x->spare = i >= e->executor_count;
-		x->mask = size - 1;
-		x->capacity = capacity;
-		cds_wfcq_init(&x->releases_head, &x->releases_tail);
-		/* NOLINTNEXTLINE(bugprone-sizeof-expression): the ring holds pointers to tasks */
-		x->ended = tw__alloc(ENDED_RING * sizeof *x->ended);
-		x->ring = tw__alloc(size * sizeof *x->ring);
-		if (!x->ring || !x->ended)
-			return -TW_ENOMEM;
-	}
-	for (unsigned i = 0; i < e->executor_count; i++) {
-		int rc = start_thread(&e->executors[i]);
-		if (rc)
-			return rc;
-		atomic_store_explicit(&e->executors_running, i + 1, memory_order_release);
-	}
-	return TW_OK;
-}
-
-bool tw__executor_start_spare(struct tw_engine *e)
-{
-	unsigned running = executors_running(e);
-	if (running >= e->executor_slots || start_thread(&e->executors[running]))
-		return false;
-	atomic_store_explicit(&e->executors_running, running + 1, memory_order_release);
-	return true;
-}
-
-void tw__executors_join(struct tw_engine *e, struct executor *self)
-{
-	for (unsigned i = 0; i < e->executor_slots; i++) {
-		struct executor *x = &e->executors[i];
-		if (!x->started || x == self || x->abandoned)
-			continue;
-		atomic_store(&x->quit, true);
-		tw__executor_wake(x);
-		int err = pthread_join(x->thread, NULL);
-		if (err) /* a thread of ours that cannot be joined: say so, go on */
-			tw__engine_log(e, TW_LOG_ERROR, "joining executor %u: %s", i,
-				       tw__strerror(err));
-		x->started = false;
-	}
-}
-
-void tw__executors_free(struct tw_engine *e)
-{
-	for (unsigned i = 0; i < e->executor_slots; i++) {
-		struct executor *x = &e->executors[i];
-		tw__free(x->ring, (x->mask + 1) * sizeof *x->ring);
-		x->ring = NULL;
-		cds_wfcq_destroy(&x->releases_head, &x->releases_tail);
-		/* NOLINTNEXTLINE(bugprone-sizeof-expression): the ring holds pointers to tasks */
-		tw__free(x->ended, ENDED_RING * sizeof *x->ended);
-		x->ended = NULL;
-	}
-}
-
-void tw__executors_drop_queued(struct tw_engine *e)
-{
-	unsigned running = executors_running(e);
-	struct firing f;
-	for (unsigned i = 0; i < running; i++)
-		while (tw__executor_take(&e->executors[i], &f))
-			tw__drop_taken(e, &f);
-	drain_signal(e);
 }

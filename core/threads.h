@@ -8,7 +8,8 @@
 
 #include "handover.h"
 
-/* Allocates every executor's rings, spares' included; starts the configured ones. */
+/* executor_pool.c. Allocates every executor's rings, spares' included; starts the
+ * configured ones. */
 int tw__executors_start(struct tw_engine *e);
 /* Wheel thread: starts the next spare executor; false when there is none left to start. */
 bool tw__executor_start_spare(struct tw_engine *e);
@@ -32,6 +33,10 @@ struct executor *tw__current_executor(const struct tw_engine *e);
 bool tw__engine_on_wheel_run(const struct tw_engine *e);
 /* Wheel thread, no task lock held: runs the firing dispatch gave the wheel runner. */
 void tw__run_on_wheel_thread(struct tw_engine *e, struct firing *f);
+/* An executor thread's body (executor_pool.c starts it); its name, set by its starter and by
+ * itself. */
+void *tw__executor_main(void *arg);
+void tw__executor_name(const struct executor *x, pthread_t thread);
 
 /* Wheel thread: wheel_thread.c. */
 int tw__wheel_thread_start(struct tw_engine *e);
