@@ -11,16 +11,16 @@ import re
 import sys
 
 LAYERS = [
-    ('base', ['base.h', 'alloc.h', 'abi.c', 'alloc.c', 'futex.c', 'rcu.c', 'snapshot.h',
+    ('base', ['base.h', 'alloc.h', 'abi.c', 'alloc.c', 'futex.c', 'errors.c', 'rcu.c', 'snapshot.h',
               'snapshot_format.c']),
     ('task', ['task.h', 'task_delay.h', 'task_tally.h', 'task_table.h', 'task.c', 'task_table.c',
               'names.h', 'names.c']),
-    ('engine', ['engine.h', 'engine_clock.c']),
+    ('engine', ['engine.h', 'engine_clock.c', 'log.c']),
     ('handover', ['handover.h', 'handover.c']),
-    ('threads', ['threads.h', 'calendar.h', 'run.h', 'ends.c', 'executor.c', 'executor_pool.c', 'watch.c',
+    ('threads', ['threads.h', 'calendar_tasks.h', 'run.h', 'ends.c', 'executor.c', 'executor_pool.c', 'watch.c',
                  'wheel_round.h', 'wheel_mail.c', 'wheel_fire.c', 'wheel_sleep.c',
-                 'wheel_thread.c', 'calendar.c']),
-    ('lifecycle', ['lifecycle.h', 'engine.c', 'fork.c', 'stop.c']),
+                 'wheel_thread.c', 'calendar_tasks.c']),
+    ('lifecycle', ['lifecycle.h', 'engine.c', 'engine_stats.c', 'fork.c', 'stop.c', 'manual_clock.c']),
     ('api', ['query.h', 'query.c', 'list.c', 'metrics_sink.h', 'metrics_sink.c',
              'metrics.c', 'ops.h', 'ops_add.c', 'ops_due.c',
              'ops_state.c', 'snapshot_file.h', 'snapshot_file.c', 'snapshot_write.c',

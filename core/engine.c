@@ -1,8 +1,8 @@
 /*
- * engine.c - creating and freeing an engine, and its statistics.
+ * engine.c - creating and freeing an engine, and its configuration's defaults.
  */
 #include "alloc.h"
-#include "calendar.h"
+#include "calendar_tasks.h"
 #include "lifecycle.h"
 
 #include <errno.h>
@@ -33,40 +33,6 @@ void tw_config_init_sized(tw_config *cfg, size_t size)
 	tw_config defaults;
 	config_defaults(&defaults);
 	tw__struct_out(cfg, size, &defaults, sizeof defaults);
-}
-
-const char *tw_strerror(int code)
-{
-	static const char *const names[] = {
-		[TW_OK] = "success",
-		[TW_EINVAL] = "invalid argument",
-		[TW_ENOTFOUND] = "no such task",
-		/* Also tw_advance's answer on an engine without the manual clock. */
-		[TW_ESTATE] = "not allowed in the current state (of the task, or of the engine)",
-		[TW_ERANGE] = "delay or period out of range",
-		[TW_ENOMEM] = "out of memory",
-		[TW_ESHUTDOWN] = "engine is stopped",
-		[TW_ELIMIT] = "too many live tasks",
-		[TW_ETIMEDOUT] = "runs still in progress at the drain limit",
-		[TW_ECALLBACK] = "not allowed inside a callback",
-		[TW_EFORKED] = "engine belongs to the parent process (fork)",
-		[TW_ERESOURCE] = "the system refused a thread or a file descriptor",
-		[TW_ENOSPACE] = "buffer too small",
-		[TW_EWRITE] = "the writer callback failed",
-		[TW_ESYNTAX] = "not a valid cron expression",
-		[TW_ENOZONE] = "unknown or unreadable time zone",
-		[TW_ENOMATCH] = "the schedule has no fire time within the search bound",
-		[TW_EEXIST] = "a live task has that name already",
-		[TW_EIO] = "a system call on the snapshot file failed (errno says which)",
-		[TW_ECORRUPT] = "the snapshot is truncated or corrupted",
-		[TW_EVERSION] = "the snapshot is of another format version",
-		[TW_ENOTSNAPSHOT] = "the file is not a snapshot",
-	};
-	/* Both signs name a code; 0u - code stays defined for INT_MIN. */
-	unsigned index = code < 0 ? 0u - (unsigned)code : (unsigned)code;
-	if (index < sizeof names / sizeof names[0])
-		return names[index];
-	return "unknown error";
 }
 
 static int open_descriptors(struct tw_engine *e)
@@ -217,136 +183,5 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 		return rc;
 	}
 	*out = e;
-	return TW_OK;
-}
-
-int tw_advance(tw_engine *e, uint64_t ms)
-{
-	if (!e)
-		return -TW_EINVAL;
-	if (engine_forked(e))
-		return -TW_EFORKED;
-	if (!e->cfg.manual_clock)
-		return -TW_ESTATE;
-	if (ms > TW_MAX_DELAY_MS)
-		return -TW_ERANGE;
-	if (atomic_load(&e->stopping))
-		return halted_code(e);
-	if (tw__engine_on_wheel_run(e))
-		return -TW_ECALLBACK; /* it would wait for the thread it runs on */
-	pthread_mutex_lock(&e->lock);
-	/* Time stays where now + the longest delay still fits 64 bits of ns. */
-	uint64_t now = atomic_load_explicit(&e->manual_now_ns, memory_order_relaxed);
-	if (ms * NS_PER_MS > UINT64_MAX - TW_MAX_DELAY_MS * NS_PER_MS - now) {
-		pthread_mutex_unlock(&e->lock);
-		return -TW_ERANGE;
-	}
-	atomic_store_explicit(&e->manual_now_ns, now + ms * NS_PER_MS, memory_order_release);
-	uint64_t asked = ++e->advance_asked;
-	e->advance_callers++;
-	tw__engine_wake(e);
-	while (e->advance_done < asked && !atomic_load(&e->stopping))
-		pthread_cond_wait(&e->cond, &e->lock);
-	bool done =
-		e->advance_done >= asked; /* read under the lock the wheel thread writes it in */
-	if (--e->advance_callers == 0 && atomic_load(&e->stopping))
-		pthread_cond_broadcast(&e->cond); /* a destroy waits for the last to leave */
-	pthread_mutex_unlock(&e->lock);
-	return done ? TW_OK : -TW_ESHUTDOWN;
-}
-
-static void gather_stats(tw_engine *e, tw_engine_stats *out)
-{
-	memset(out, 0, sizeof *out);
-	uint64_t in_state[TW_PAUSED + 1];
-	tw__states_total(e, in_state); /* counted as tasks move: no walk over the table */
-	out->tasks_waiting = in_state[TW_WAITING];
-	out->tasks_running = in_state[TW_RUNNING];
-	out->tasks_paused = in_state[TW_PAUSED];
-	out->tasks_live = out->tasks_waiting + out->tasks_running + out->tasks_paused;
-	tw__ends_total(e, &out->tasks_completed, &out->tasks_stopped);
-	out->skipped_overlap =
-		atomic_load(&e->skipped_overlap) + atomic_load(&e->api_skipped_overlap);
-	out->skipped_overload = atomic_load(&e->skipped_overload);
-	out->skipped_missed = atomic_load(&e->skipped_missed) + atomic_load(&e->api_skipped_missed);
-	out->wheel_wakeups = atomic_load(&e->wakeups);
-	out->stuck_runs = atomic_load(&e->stuck_runs);
-	unsigned running = executors_running(e);
-	out->spare_executors = running > e->executor_count ? running - e->executor_count : 0;
-	out->executors = running;
-	out->wheel_busy_ns = atomic_load(&e->wheel_busy_ns);
-	out->over_budget_runs = atomic_load(&e->over_budget_runs);
-	out->tasks_moved_off_wheel_thread = atomic_load(&e->moved_off_wheel);
-	/* The wheel runner counts as an executor but for its queue, which it has not, and its
-	 * busy time, which is the wheel thread's. */
-	for (unsigned i = 0; i <= running; i++) {
-		struct executor *x = run_counter(e, i, running);
-		out->failures += atomic_load(&x->failures);
-		out->slow_runs += atomic_load(&x->slow_runs);
-		out->skipped_missed += atomic_load(&x->dropped);
-		for (unsigned b = 0; b < TW_LATENESS_BUCKETS; b++) {
-			uint64_t runs = atomic_load(&x->lateness[b]);
-			out->lateness_us[b] += runs;
-			out->lateness_count += runs;
-		}
-		out->lateness_sum_ns += atomic_load(&x->lateness_sum_ns);
-		uint64_t max = atomic_load(&x->lateness_max_ns);
-		if (max > out->lateness_max_ns)
-			out->lateness_max_ns = max;
-		if (x->on_wheel_thread) {
-			for (unsigned b = 0; b < TW_LATENESS_BUCKETS; b++)
-				out->wheel_thread_runs += atomic_load(&x->lateness[b]);
-			continue;
-		}
-		out->executor_busy_ns += atomic_load(&x->busy_ns);
-		out->queued += tw__executor_queued(x);
-	}
-	out->runs = out->lateness_count; /* each run started counts in one bucket */
-	const struct executor *x0 = &e->executors[0];
-	uint64_t per_executor = sizeof *x0 + ENDED_RING * sizeof(struct tw_task *) +
-				((uint64_t)x0->mask + 1) * sizeof *x0->ring;
-	out->memory_bytes =
-		sizeof *e + tw__table_bytes(&e->table) + e->executor_slots * per_executor;
-}
-
-int tw_executor_stats_sized(tw_engine *e, unsigned index, tw_executor_info *out, size_t size)
-{
-	if (!e || !out)
-		return -TW_EINVAL;
-	if (engine_forked(e))
-		return -TW_EFORKED;
-	if (index >= executors_running(e))
-		return -TW_ENOTFOUND;
-	struct executor *x = &e->executors[index];
-	uint64_t runs = 0;
-	for (unsigned b = 0; b < TW_LATENESS_BUCKETS; b++)
-		runs += atomic_load_explicit(&x->lateness[b], memory_order_relaxed);
-	uint64_t start = atomic_load_explicit(&x->run_start_ns, memory_order_acquire);
-	uint64_t now = start ? monotonic_ns() : 0;
-	tw_executor_info stats = {
-		.queued = tw__executor_queued(x),
-		.queued_max = atomic_load_explicit(&x->queued_max, memory_order_relaxed),
-		.busy_ns = atomic_load_explicit(&x->busy_ns, memory_order_relaxed),
-		.runs = runs,
-		.run_ns = start && now > start ? now - start : 0,
-		.spare = x->spare,
-	};
-	tw__struct_out(out, size, &stats, sizeof stats);
-	return TW_OK;
-}
-
-int tw_stats_sized(tw_engine *e, tw_engine_stats *out, size_t size)
-{
-	if (!e || !out)
-		return -TW_EINVAL;
-	if (engine_forked(e))
-		return -TW_EFORKED;
-	if (size == sizeof *out) {
-		gather_stats(e, out);
-	} else {
-		tw_engine_stats stats;
-		gather_stats(e, &stats);
-		tw__struct_out(out, size, &stats, sizeof stats);
-	}
 	return TW_OK;
 }

@@ -114,7 +114,7 @@ struct tw_engine {
 	 * in its callback, and lets go of the engine when it leaves. Set at create. */
 	void (*finish_destroy)(struct tw_engine *e, struct executor *x);
 	void (*unref)(struct tw_engine *e);
-	/* calendar tasks (calendar.h): their records, for the re-planning walk */
+	/* calendar tasks (calendar_tasks.h): their records, for the re-planning walk */
 	pthread_mutex_t calendar_lock;
 	struct calendar *calendars; /* under calendar_lock */
 	int wall_fd; /* the CLOCK_REALTIME timerfd that tells of a set clock; -1: none */

@@ -1,11 +1,10 @@
 /*
- * futex.c - a thread's wait on a word of its own, and the words of errors.
+ * futex.c - a thread's wait on a word of its own, and its wake-up.
  */
 #include "base.h"
 
 #include <errno.h>
 #include <linux/futex.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -31,12 +30,4 @@ void tw__futex_wake_all(_Atomic uint32_t *word)
 {
 	/* Cannot fail for an aligned word of this process. */
 	(void)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
-}
-
-/* A system call's error for the log, from any of the engine's threads. POSIX lets strerror
- * share one buffer between threads; glibc (2.32 on) and musl do not, and the errors logged
- * are all known ones, whose texts are constant. */
-const char *tw__strerror(int err)
-{
-	return strerror(err); /* NOLINT(concurrency-mt-unsafe): thread-safe on Linux, above */
 }

@@ -1,6 +1,7 @@
 /*
- * lifecycle.h - an engine's creation, stop and destruction (engine.c,
- * stop.c) and its life across fork() (fork.c). Uses threads.h.
+ * lifecycle.h - an engine's creation (engine.c), stop and destruction
+ * (stop.c), its life across fork() (fork.c), and the manual clock
+ * (manual_clock.c). Uses threads.h.
  */
 #ifndef TICKWHEEL_CORE_LIFECYCLE_H
 #define TICKWHEEL_CORE_LIFECYCLE_H
@@ -11,12 +12,16 @@
 int tw__fork_watch(struct tw_engine *e);
 void tw__fork_unwatch(struct tw_engine *e);
 
-/* engine.c: tw_engine_destroy called in a callback on x, completed once it returned. */
+/* stop.c: tw_engine_destroy called in a callback on x, completed once it returned. */
 void tw__engine_destroy_deferred(struct tw_engine *e, struct executor *x);
 /* stop.c: one holder of the engine (destroy, an abandoned executor) lets go; the last
  * frees it. */
 void tw__engine_unref(struct tw_engine *e);
 /* engine.c: frees what the engine holds once its threads are gone. */
 void tw__engine_free(struct tw_engine *e);
+
+/* manual_clock.c, for tests: the manual clock's wall-clock time is wall_ns now; calendar dues
+ * are re-planned. */
+void tw__engine_set_manual_wall(struct tw_engine *e, int64_t wall_ns);
 
 #endif

@@ -10,7 +10,7 @@
 #ifndef TICKWHEEL_CORE_OPS_H
 #define TICKWHEEL_CORE_OPS_H
 
-#include "calendar.h"
+#include "calendar_tasks.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 

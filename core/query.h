@@ -5,7 +5,7 @@
 #ifndef TICKWHEEL_CORE_QUERY_H
 #define TICKWHEEL_CORE_QUERY_H
 
-#include "calendar.h"
+#include "calendar_tasks.h"
 
 #include <string.h>
 
@@ -37,7 +37,7 @@ task_read_info(struct tw_engine *e, struct tw_task *task, tw_id id, tw_task_info
 	if (period & WIDE_BIT) { /* its halves are only consistent under the lock */
 		tw__task_lock(task);
 		period = task_period_ms(task);
-		calendar = !period; /* a wide period of 0 marks a calendar task (calendar.h) */
+		calendar = !period; /* a wide period of 0: a calendar task (calendar_tasks.h) */
 		if (calendar && !task->released)
 			wall_due = tw__calendar_wall_due(task);
 		tw__task_unlock(task);

@@ -8,7 +8,7 @@
 #ifndef TICKWHEEL_CORE_RUN_H
 #define TICKWHEEL_CORE_RUN_H
 
-#include "calendar.h"
+#include "calendar_tasks.h"
 
 static void note_lateness(struct executor *x, uint64_t late_ns, uint64_t us)
 {

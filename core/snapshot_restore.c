@@ -10,7 +10,7 @@
  * and not yet added.
  */
 #include "alloc.h"
-#include "calendar.h"
+#include "calendar_tasks.h"
 #include "snapshot_file.h"
 #include "snapshot_plan.h"
 

@@ -11,7 +11,7 @@
  * a later snapshot removes only killed writers' leftovers.
  */
 #include "alloc.h"
-#include "calendar.h"
+#include "calendar_tasks.h"
 #include "snapshot.h"
 #include "snapshot_file.h"
 

@@ -3,12 +3,13 @@
  * (the wheel or the ready list, inline: each firing and each change files its
  * task), and the parts of one round (wheel_thread.c runs them in order):
  * the mail taken in (wheel_mail.c), due firings handed out (wheel_fire.c), and
- * the sleep until the next tick with work (wheel_sleep.c). Uses calendar_tasks.h.
+ * the sleep until the next tick with work (wheel_sleep.c). Uses
+ * calendar_tasks.h.
  */
 #ifndef TICKWHEEL_CORE_WHEEL_ROUND_H
 #define TICKWHEEL_CORE_WHEEL_ROUND_H
 
-#include "calendar.h"
+#include "calendar_tasks.h"
 
 static inline struct tw_task *task_of_entry(struct wheel_entry *entry)
 {

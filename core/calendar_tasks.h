@@ -1,6 +1,7 @@
 /*
- * calendar.h - calendar tasks: tasks that repeat by a cron expression
- * (tw_task_spec.cron) rather than a fixed period (calendar.c). Uses threads.h.
+ * calendar_tasks.h - calendar tasks: tasks that repeat by a cron expression
+ * (tw_task_spec.cron) rather than a fixed period (calendar_tasks.c). Uses
+ * threads.h; the schedules themselves are calendar/'s (cron.h).
  *
  * The task record has no room left (task.h), so a calendar task keeps what
  * its schedule needs in a struct calendar of its own, found through the cold
@@ -17,8 +18,8 @@
  * TFD_TIMER_CANCEL_ON_SET and plans every calendar task's due again
  * (tw__calendar_replan): the list of calendar tasks is for that walk.
  */
-#ifndef TICKWHEEL_CORE_CALENDAR_H
-#define TICKWHEEL_CORE_CALENDAR_H
+#ifndef TICKWHEEL_CORE_CALENDAR_TASKS_H
+#define TICKWHEEL_CORE_CALENDAR_TASKS_H
 
 #include "threads.h"
 
@@ -96,7 +97,5 @@ void tw__wall_watch_open(struct tw_engine *e);
 void tw__wall_watch_event(struct tw_engine *e);
 /* engine.c's: frees what is left at destroy (records of tasks never released). */
 void tw__calendar_fini(struct tw_engine *e);
-/* Tests: the manual clock's wall-clock time is wall_ns now; calendar dues are re-planned. */
-void tw__engine_set_manual_wall(struct tw_engine *e, int64_t wall_ns);
 
 #endif

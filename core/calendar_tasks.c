@@ -1,9 +1,9 @@
 /*
- * calendar.c - calendar tasks: their records, their fire times turned into
+ * calendar_tasks.c - calendar tasks: their records, their fire times turned into
  * dues on the engine's clock, and their re-planning when the wall clock is
- * set (see calendar.h).
+ * set (see calendar_tasks.h).
  */
-#include "calendar.h"
+#include "calendar_tasks.h"
 #include "alloc.h"
 #include "cron.h"
 
@@ -289,11 +289,4 @@ void tw__calendar_fini(struct tw_engine *e)
 	}
 	e->calendars = NULL;
 	pthread_mutex_destroy(&e->calendar_lock);
-}
-
-void tw__engine_set_manual_wall(struct tw_engine *e, int64_t wall_ns)
-{
-	int64_t now = (int64_t)tw__engine_now_ns(e);
-	atomic_store_explicit(&e->manual_wall_offset_ns, wall_ns - now, memory_order_relaxed);
-	tw__calendar_replan(e);
 }
