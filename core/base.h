@@ -4,15 +4,9 @@
  * read-side sections and what they order told to ThreadSanitizer, structs of
  * the caller's size.
  *
- * The modules, each using only those below it:
- *   base.h       counters, clock, futex (futex.c), RCU (rcu.c), structs in and out (abi.c)
- *   task.h       a task's record, its lock and tallies, the slot table (task.c); names.h
- *   engine.h     the engine's record, its clock and log (engine_clock.c)
- *   handover.h   the executors' rings and the wheel thread's mailbox (handover.c)
- *   threads.h    the wheel thread (wheel_thread.c, watch.c), the executors (executor.c,
- *                run.h), how tasks end (ends.c), calendar tasks (calendar.h, calendar.c)
- *   lifecycle.h  create, stop, destroy, fork (engine.c, stop.c, fork.c)
- *   the API      ops.c, query.c, list.c, metrics.c, duration.c, abi.c
+ * The modules of core/ and their order are written once, in core/check_layers.py
+ * (core/README.md shows them).
+ *
  * Not installed; users include api/tickwheel.h only.
  */
 #ifndef TICKWHEEL_CORE_BASE_H

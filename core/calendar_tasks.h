@@ -95,7 +95,7 @@ void tw__calendar_replan(struct tw_engine *e);
  * the clock was set, and arms it again. Opening logs a refusal and leaves wall_fd -1. */
 void tw__wall_watch_open(struct tw_engine *e);
 void tw__wall_watch_event(struct tw_engine *e);
-/* engine.c's: frees what is left at destroy (records of tasks never released). */
+/* stop.c's: frees what is left at destroy (records of tasks never released). */
 void tw__calendar_fini(struct tw_engine *e);
 
 #endif

@@ -5,7 +5,7 @@
  * futex until the wheel thread kicks it.
  */
 #include "alloc.h"
-#include "run.h"
+#include "run_firing.h"
 #include "threads.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * lifecycle.h - an engine's creation (engine.c), stop and destruction
+ * lifecycle.h - an engine's creation (engine_create.c), stop and destruction
  * (stop.c), its life across fork() (fork.c), and the manual clock
  * (manual_clock.c). Uses threads.h.
  */
@@ -17,7 +17,7 @@ void tw__engine_destroy_deferred(struct tw_engine *e, struct executor *x);
 /* stop.c: one holder of the engine (destroy, an abandoned executor) lets go; the last
  * frees it. */
 void tw__engine_unref(struct tw_engine *e);
-/* engine.c: frees what the engine holds once its threads are gone. */
+/* stop.c: frees what the engine holds once its threads are gone. */
 void tw__engine_free(struct tw_engine *e);
 
 /* manual_clock.c, for tests: the manual clock's wall-clock time is wall_ns now; calendar dues

@@ -1,6 +1,6 @@
 /*
- * stop.c - the end of an engine: stop, destroy, quiesce, and what a stuck
- * run or a callback changes about them.
+ * stop.c - the end of an engine: stop, destroy, quiesce, what a stuck run or
+ * a callback changes about them, and the engine freed once its threads are gone.
  *
  * A stop ends every task at once and releases each that has no run going:
  * firings queued but not started are taken out of the rings and dropped, so
@@ -10,7 +10,11 @@
  * a callback, destroy is completed by that callback's executor once it
  * returns (tw__engine_destroy_deferred), or by the wheel thread for one of its own.
  */
+#include "alloc.h"
+#include "calendar_tasks.h"
 #include "lifecycle.h"
+
+#include <unistd.h>
 
 /* Stop, for one task: it ends now, and is released unless a run is going. */
 static void stop_task(struct tw_task *task, void *ctx)
@@ -112,6 +116,38 @@ int tw_engine_stop(tw_engine *e, uint64_t drain_timeout_ms)
 		tw__engine_log(e, TW_LOG_WARNING, "stop: runs still in progress after %llu ms",
 			       (unsigned long long)drain_timeout_ms);
 	return drained ? TW_OK : -TW_ETIMEDOUT;
+}
+
+static void close_descriptors(struct tw_engine *e)
+{
+	int fds[] = { e->timer_fd, e->wake_fd, e->epoll_fd, e->wall_fd };
+	for (unsigned i = 0; i < 4; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/* Frees what the engine holds; its threads are gone (joined, or never started). */
+void tw__engine_free(struct tw_engine *e)
+{
+	tw__fork_unwatch(e);
+	/* Reaped slots go back to the table from call_rcu callbacks. */
+	urcu_memb_barrier();
+	HANDOVER_ACQUIRE(&e->table); /* their writes: TSan does not see the barrier order them */
+	tw__table_fini(&e->table);
+	tw__calendar_fini(e);
+	tw__names_fini(&e->names);
+	close_descriptors(e);
+	/* A callback of a tw_advance destroyed the engine: the caller, woken by the stop, is
+	 * on its way out of tw_advance. */
+	pthread_mutex_lock(&e->lock);
+	while (e->advance_callers)
+		pthread_cond_wait(&e->cond, &e->lock);
+	pthread_mutex_unlock(&e->lock);
+	pthread_mutex_destroy(&e->lock);
+	pthread_cond_destroy(&e->cond);
+	tw__executors_free(e);
+	tw__free(e->executors, (e->executor_slots + 1) * sizeof *e->executors);
+	tw__free(e, sizeof *e);
 }
 
 void tw__engine_unref(struct tw_engine *e)

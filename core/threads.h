@@ -1,7 +1,7 @@
 /*
- * threads.h - the engine's threads: the wheel thread (wheel_thread.c, its
- * watch over the executors in watch.c), the executors (executor.c, a run in
- * run.h), and how a task ends and is released (ends.c). Uses handover.h.
+ * threads.h - the calls of the engine's threads, declared for every module
+ * after it (core/check_layers.py has the map): the executors, how a task ends,
+ * the wheel thread and its watch. Uses handover.h.
  */
 #ifndef TICKWHEEL_CORE_THREADS_H
 #define TICKWHEEL_CORE_THREADS_H

@@ -216,7 +216,7 @@ calendar_firing(struct tw_engine *e, struct tw_task *task, uint64_t due, uint64_
 					  &missed);
 	if (missed)
 		skip(task, &task_cold(task)->skipped_missed, &e->skipped_missed, missed);
-	/* TW_RUN_LATE: the due of the firing that may wait for the task's run (run.h) */
+	/* TW_RUN_LATE: the due of the firing that may wait for the task's run (run_firing.h) */
 	task_calendar(task)->rerun_due = fire_due;
 	return (struct calendar_firing){ .due = fire_due, .period = next - fire_due };
 }
@@ -263,7 +263,7 @@ static bool fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 	}
 	if (what == NO_ROOM)
 		return false;
-	/* A one-shot's firing that runs after its own run keeps its due there (run.c). */
+	/* A one-shot's firing that runs after its own run keeps its due there (run_firing.h). */
 	if (what != RERUN)
 		atomic_store_explicit(&task->due_ns, 0, memory_order_relaxed);
 	return true;

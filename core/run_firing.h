@@ -1,12 +1,12 @@
 /*
- * run.h - one firing on an executor: whether it may start, the callback, and
+ * run_firing.h - one firing on an executor, inline: whether it may start, the callback, and
  * what its end means for the task (it waits again, completes, runs once more
  * for a firing that came due during the run, or is released). Included by
  * executor.c alone, so that the run is compiled into the executor's loop: a
  * call per firing, with its register saves, costs the hand-over's share.
  */
-#ifndef TICKWHEEL_CORE_RUN_H
-#define TICKWHEEL_CORE_RUN_H
+#ifndef TICKWHEEL_CORE_RUN_FIRING_H
+#define TICKWHEEL_CORE_RUN_FIRING_H
 
 #include "calendar_tasks.h"
 

@@ -1,5 +1,5 @@
 /*
- * engine.c - creating and freeing an engine, and its configuration's defaults.
+ * engine_create.c - creating an engine, and its configuration's defaults.
  */
 #include "alloc.h"
 #include "calendar_tasks.h"
@@ -51,38 +51,6 @@ static int open_descriptors(struct tw_engine *e)
 			return errno == ENOSPC ? -TW_ERESOURCE : -TW_ENOMEM; /* max_user_watches */
 	}
 	return TW_OK;
-}
-
-static void close_descriptors(struct tw_engine *e)
-{
-	int fds[] = { e->timer_fd, e->wake_fd, e->epoll_fd, e->wall_fd };
-	for (unsigned i = 0; i < 4; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-}
-
-/* Frees what the engine holds; its threads are gone (joined, or never started). */
-void tw__engine_free(struct tw_engine *e)
-{
-	tw__fork_unwatch(e);
-	/* Reaped slots go back to the table from call_rcu callbacks. */
-	urcu_memb_barrier();
-	HANDOVER_ACQUIRE(&e->table); /* their writes: TSan does not see the barrier order them */
-	tw__table_fini(&e->table);
-	tw__calendar_fini(e);
-	tw__names_fini(&e->names);
-	close_descriptors(e);
-	/* A callback of a tw_advance destroyed the engine: the caller, woken by the stop, is
-	 * on its way out of tw_advance. */
-	pthread_mutex_lock(&e->lock);
-	while (e->advance_callers)
-		pthread_cond_wait(&e->cond, &e->lock);
-	pthread_mutex_unlock(&e->lock);
-	pthread_mutex_destroy(&e->lock);
-	pthread_cond_destroy(&e->cond);
-	tw__executors_free(e);
-	tw__free(e->executors, (e->executor_slots + 1) * sizeof *e->executors);
-	tw__free(e, sizeof *e);
 }
 
 int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
