@@ -15,15 +15,43 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+/* Every default of tw_config, written here alone. Where 0 means "the default" (the queue's
+ * capacity, the wheel-run budget), settle_config puts the default in. */
+enum {
+	DEFAULT_QUEUE_CAPACITY = 4096,
+	DEFAULT_MAX_FAILURES = 10,
+	DEFAULT_SLOW_RUN_MS = 100,
+	DEFAULT_RETAIN_MS = 5000,
+	DEFAULT_SPARE_EXECUTORS = 2,
+	DEFAULT_WHEEL_RUN_BUDGET_US = 50,
+};
+
 static void config_defaults(tw_config *cfg)
 {
 	memset(cfg, 0, sizeof *cfg);
-	cfg->queue_capacity = 4096;
-	cfg->max_failures = 10;
-	cfg->slow_run_ms = 100;
-	cfg->retain_ms = 5000;
-	cfg->spare_executors = 2;
-	cfg->wheel_run_budget_us = 50;
+	cfg->queue_capacity = DEFAULT_QUEUE_CAPACITY;
+	cfg->max_failures = DEFAULT_MAX_FAILURES;
+	cfg->slow_run_ms = DEFAULT_SLOW_RUN_MS;
+	cfg->retain_ms = DEFAULT_RETAIN_MS;
+	cfg->spare_executors = DEFAULT_SPARE_EXECUTORS;
+	cfg->wheel_run_budget_us = DEFAULT_WHEEL_RUN_BUDGET_US;
+}
+
+/* A configuration as given (defaults where the caller's struct is shorter), with the zeros
+ * that stand for a default replaced: -TW_EINVAL for one out of range. */
+static int settle_config(tw_config *config, const tw_config *cfg, size_t size)
+{
+	config_defaults(config);
+	if (cfg && tw__struct_in(config, sizeof *config, cfg, size))
+		return -TW_EINVAL;
+	if (config->executors > TW_MAX_EXECUTORS || config->spare_executors > TW_MAX_EXECUTORS ||
+	    config->queue_capacity > TW_MAX_QUEUE_CAPACITY)
+		return -TW_EINVAL;
+	if (!config->queue_capacity)
+		config->queue_capacity = DEFAULT_QUEUE_CAPACITY;
+	if (!config->wheel_run_budget_us)
+		config->wheel_run_budget_us = DEFAULT_WHEEL_RUN_BUDGET_US;
+	return TW_OK;
 }
 
 void tw_config_init_sized(tw_config *cfg, size_t size)
@@ -53,47 +81,10 @@ static int open_descriptors(struct tw_engine *e)
 	return TW_OK;
 }
 
-int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
+/* The engine's clocks: its epoch on the 1 ms grid, the manual clock's time and wall-clock
+ * time, the coarse clock's slack; and the limits in ns. */
+static void init_clocks(struct tw_engine *e)
 {
-	if (!out)
-		return -TW_EINVAL;
-	*out = NULL;
-	tw_config config;
-	config_defaults(&config);
-	if (cfg && tw__struct_in(&config, sizeof config, cfg, size))
-		return -TW_EINVAL;
-	if (config.executors > TW_MAX_EXECUTORS || config.spare_executors > TW_MAX_EXECUTORS ||
-	    config.queue_capacity > TW_MAX_QUEUE_CAPACITY)
-		return -TW_EINVAL;
-	int rc = tw__rcu_init();
-	if (rc)
-		return rc;
-	tw__rcu_ensure_registered();
-	struct tw_engine *e = tw__alloc(sizeof *e);
-	if (!e)
-		return -TW_ENOMEM;
-	memset(e, 0, sizeof *e);
-	e->cfg = config;
-	e->timer_fd = e->wake_fd = e->epoll_fd = e->wall_fd = -1;
-	e->finish_destroy = tw__engine_destroy_deferred;
-	e->unref = tw__engine_unref;
-	if (pthread_mutex_init(&e->lock, NULL)) {
-		tw__free(e, sizeof *e);
-		return -TW_ENOMEM;
-	}
-	if (pthread_cond_init(&e->cond, NULL)) {
-		pthread_mutex_destroy(&e->lock);
-		tw__free(e, sizeof *e);
-		return -TW_ENOMEM;
-	}
-	if (pthread_mutex_init(&e->calendar_lock, NULL)) {
-		pthread_cond_destroy(&e->cond);
-		pthread_mutex_destroy(&e->lock);
-		tw__free(e, sizeof *e);
-		return -TW_ENOMEM;
-	}
-	__cds_wfcq_init(&e->mail_head, &e->mail_tail);
-	__cds_wfcq_init(&e->backlog_head, &e->backlog_tail);
 	uint64_t now = monotonic_ns();
 	e->epoch_ns = now - now % NS_PER_MS;
 	atomic_init(&e->manual_now_ns, e->epoch_ns); /* manual time starts on the grid */
@@ -105,8 +96,6 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 	e->slow_run_ns = e->cfg.slow_run_ms > UINT64_MAX / NS_PER_MS ?
 				 UINT64_MAX :
 				 e->cfg.slow_run_ms * NS_PER_MS;
-	if (!e->cfg.wheel_run_budget_us)
-		e->cfg.wheel_run_budget_us = 50;
 	e->wheel_budget_ns = e->cfg.wheel_run_budget_us > UINT64_MAX / 1000 ?
 				     UINT64_MAX :
 				     e->cfg.wheel_run_budget_us * 1000;
@@ -115,16 +104,47 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 	    !clock_getres(CLOCK_MONOTONIC_COARSE, &coarse_tick))
 		e->coarse_slack_ns = 2 * ((uint64_t)coarse_tick.tv_sec * 1000000000u +
 					  (uint64_t)coarse_tick.tv_nsec);
-	tw__wheel_init(&e->wheel, 0);
+}
+
+/* The record's locks; false if one could not be made (none is then left made). */
+static bool init_locks(struct tw_engine *e)
+{
+	if (pthread_mutex_init(&e->lock, NULL))
+		return false;
+	if (pthread_cond_init(&e->cond, NULL)) {
+		pthread_mutex_destroy(&e->lock);
+		return false;
+	}
+	if (pthread_mutex_init(&e->calendar_lock, NULL)) {
+		pthread_cond_destroy(&e->cond);
+		pthread_mutex_destroy(&e->lock);
+		return false;
+	}
+	return true;
+}
+
+/* The executors' slots (the one past them counts the wheel thread's runs: wheel_runner),
+ * zeroed, so that a failure after this joins (none) and frees them whatever failed. */
+static int alloc_executors(struct tw_engine *e)
+{
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	e->executor_count = e->cfg.executors ? e->cfg.executors : (unsigned)(cpus > 0 ? cpus : 1);
 	e->executor_slots = e->executor_count + e->cfg.spare_executors;
-	/* The slot past the executors' counts the wheel thread's runs (wheel_runner). */
-	e->executors = tw__alloc((e->executor_slots + 1) * sizeof *e->executors);
-	/* Zeroed at once: the failure path below joins (none) and frees them whatever failed. */
-	if (e->executors)
-		memset(e->executors, 0, (e->executor_slots + 1) * sizeof *e->executors);
-	rc = e->executors ? tw__table_init(&e->table) : -TW_ENOMEM;
+	size_t bytes = (e->executor_slots + 1) * sizeof *e->executors;
+	e->executors = tw__alloc(bytes);
+	if (!e->executors) {
+		e->executor_slots = 0; /* none to join or free */
+		return -TW_ENOMEM;
+	}
+	memset(e->executors, 0, bytes);
+	return TW_OK;
+}
+
+/* Everything that can fail once the record and its executors' slots are there, in order;
+ * the first failure stops it, and one cleanup (stop, join, free) undoes whatever was done. */
+static int start_engine(struct tw_engine *e)
+{
+	int rc = tw__table_init(&e->table);
 	if (rc == TW_OK && e->cfg.reserve_tasks)
 		rc = tw__table_reserve(&e->table, e->cfg.reserve_tasks);
 	if (rc == TW_OK)
@@ -137,17 +157,46 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 		rc = tw__executors_start(e);
 	if (rc == TW_OK)
 		rc = tw__wheel_thread_start(e);
+	return rc;
+}
+
+int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
+{
+	if (!out)
+		return -TW_EINVAL;
+	*out = NULL;
+	tw_config config;
+	int rc = settle_config(&config, cfg, size);
+	if (rc == TW_OK)
+		rc = tw__rcu_init();
+	if (rc)
+		return rc;
+	tw__rcu_ensure_registered();
+	struct tw_engine *e = tw__alloc(sizeof *e);
+	if (!e)
+		return -TW_ENOMEM;
+	memset(e, 0, sizeof *e);
+	e->cfg = config;
+	e->timer_fd = e->wake_fd = e->epoll_fd = e->wall_fd = -1;
+	e->finish_destroy = tw__engine_destroy_deferred;
+	e->unref = tw__engine_unref;
+	__cds_wfcq_init(&e->mail_head, &e->mail_tail);
+	__cds_wfcq_init(&e->backlog_head, &e->backlog_tail);
+	init_clocks(e);
+	tw__wheel_init(&e->wheel, 0);
+	if (!init_locks(e)) {
+		tw__free(e, sizeof *e); /* nothing else is made yet */
+		return -TW_ENOMEM;
+	}
+	rc = alloc_executors(e);
+	if (rc == TW_OK)
+		rc = start_engine(e);
 	if (rc != TW_OK) {
+		/* The one cleanup: tw__engine_free undoes what was made and skips what was not
+		 * (the executors' slots are there, or its own frees are of NULL). */
 		atomic_store(&e->stopping, HALT_STOPPED);
-		if (e->executors) {
-			tw__executors_join(e, NULL);
-			tw__engine_free(e);
-		} else {
-			pthread_mutex_destroy(&e->calendar_lock);
-			pthread_mutex_destroy(&e->lock);
-			pthread_cond_destroy(&e->cond);
-			tw__free(e, sizeof *e);
-		}
+		tw__executors_join(e, NULL);
+		tw__engine_free(e);
 		return rc;
 	}
 	*out = e;

@@ -61,7 +61,7 @@ static int start_thread(struct executor *x)
  * stuck allocates nothing; only the configured executors' threads start. */
 int tw__executors_start(struct tw_engine *e)
 {
-	unsigned capacity = e->cfg.queue_capacity ? e->cfg.queue_capacity : 4096;
+	unsigned capacity = e->cfg.queue_capacity; /* never 0: settled at create */
 	unsigned size = round_up_pow2(capacity);
 	capacity = capacity < size ? capacity : size;
 	struct executor *runner = wheel_runner(e);

@@ -200,6 +200,35 @@ static inline __attribute__((always_inline)) uint64_t started_at(struct executor
 	return end && end >= f->due_ns ? end : monotonic_ns();
 }
 
+/* Lock held: a run starts; its start time, its lateness noted for the task and the executor. */
+static inline __attribute__((always_inline)) uint64_t
+note_start(struct executor *x, struct task_cold *cold, const struct firing *f)
+{
+	struct tw_engine *e = x->engine;
+	uint64_t start = started_at(x, f);
+	uint64_t now = e->cfg.manual_clock ? tw__engine_now_ns(e) : start;
+	uint64_t late = now > f->due_ns ? now - f->due_ns : 0, late_us = late / 1000;
+	keep_max(&cold->last_lateness_us, &cold->max_lateness_us,
+		 late_us < UINT32_MAX ? (uint32_t)late_us : UINT32_MAX);
+	note_lateness(x, late, late_us);
+	return start;
+}
+
+/* A run's end paused its task (failures in a row) or moved it off the wheel thread. */
+static __attribute__((noinline, cold)) void log_run_end(struct tw_engine *e, tw_id id,
+							uint32_t paused_after, bool moved)
+{
+	if (paused_after)
+		tw__engine_log(e, TW_LOG_WARNING, "task %llu paused after %u failures in a row",
+			       (unsigned long long)id, paused_after);
+	if (moved)
+		tw__engine_log(e, TW_LOG_WARNING,
+			       "task %llu moved to the executors: %d runs on the wheel thread over "
+			       "its budget of %llu us",
+			       (unsigned long long)id, TW_WHEEL_RUN_STRIKES,
+			       (unsigned long long)(e->wheel_budget_ns / 1000));
+}
+
 static inline __attribute__((always_inline)) void run_firing(struct executor *x, struct firing *f)
 {
 	struct tw_engine *e = x->engine;
@@ -215,16 +244,8 @@ static inline __attribute__((always_inline)) void run_firing(struct executor *x,
 			.run = starts ? bump(&cold->runs) : 0,
 			.skipped = f->skipped,
 		};
-		uint64_t start = 0;
-		if (starts) { /* read under the lock: the task's lateness is its last start's */
-			start = started_at(x, f);
-			uint64_t now = e->cfg.manual_clock ? tw__engine_now_ns(e) : start;
-			uint64_t late = now > f->due_ns ? now - f->due_ns : 0,
-				 late_us = late / 1000;
-			keep_max(&cold->last_lateness_us, &cold->max_lateness_us,
-				 late_us < UINT32_MAX ? (uint32_t)late_us : UINT32_MAX);
-			note_lateness(x, late, late_us);
-		}
+		/* read under the lock: the task's lateness is its last start's */
+		uint64_t start = starts ? note_start(x, cold, f) : 0;
 		task_put_traits(task, 0, TRAIT_QUEUED); /* taken: started, or dropped */
 		tw__task_unlock(task);
 		int rc = 0;
@@ -255,16 +276,8 @@ static inline __attribute__((always_inline)) void run_firing(struct executor *x,
 		struct after_unlock after = { 0 };
 		again = run_ended(x, task, f, &after);
 		tw__task_unlock(task);
-		if (paused_after)
-			tw__engine_log(e, TW_LOG_WARNING,
-				       "task %llu paused after %u failures in a row",
-				       (unsigned long long)fire.id, paused_after);
-		if (moved)
-			tw__engine_log(e, TW_LOG_WARNING,
-				       "task %llu moved to the executors: %d runs on the wheel "
-				       "thread over its budget of %llu us",
-				       (unsigned long long)fire.id, TW_WHEEL_RUN_STRIKES,
-				       (unsigned long long)(e->wheel_budget_ns / 1000));
+		if (__builtin_expect(paused_after || moved, 0))
+			log_run_end(e, fire.id, paused_after, moved);
 		if (paused_after || moved || after.wake || after.release)
 			x->last_end_ns =
 				0; /* a log line, a system call, user code: not straight on */
