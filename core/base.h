@@ -85,7 +85,7 @@ void tw__futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct time
 bool tw__futex_wait_until(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline_ns);
 void tw__futex_wake_all(_Atomic uint32_t *word);
 
-/* A system call's error for the log (futex.c). */
+/* A system call's error for the log (errors.c). */
 const char *tw__strerror(int err);
 
 /*

@@ -1,6 +1,6 @@
 /*
  * engine.h - the engine's record, shared by its threads, and what reads it
- * alone: its clock and its log (engine_clock.c). Uses task.h.
+ * alone: its clock (engine_clock.c) and its log (log.c). Uses task.h.
  *
  * Threads and what they own:
  *  - the wheel thread owns struct wheel and every task's wheel entry; it
@@ -42,7 +42,7 @@ struct tw_engine {
 	uint64_t watch_ns;      /* when to look at the executors again; 0: no need */
 	/* After a long sleep the timerfd is armed wake_lead_ns before the tick (at
 	 * early_tick_ns - wake_lead_ns) and the thread spins the rest: early_tick_ns, 0 when
-	 * armed on the tick itself (wheel_thread.c, arm_for_next) */
+	 * armed on the tick itself (wheel_sleep.c, arm_for_next) */
 	uint64_t early_tick_ns, wake_lead_ns;
 	/* and tells the executor that will likely get that tick's first firing to wake for it
 	 * too (its wake_at_ns): which, and the time it was told; NULL and 0 when none was */

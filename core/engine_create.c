@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 /* Every default of tw_config, written here alone. Where 0 means "the default" (the queue's
- * capacity, the wheel-run budget), settle_config puts the default in. */
+ * capacity, the wheel-run budget, the executors: one per CPU), settle_config puts it in. */
 enum {
 	DEFAULT_QUEUE_CAPACITY = 4096,
 	DEFAULT_MAX_FAILURES = 10,
@@ -51,6 +51,10 @@ static int settle_config(tw_config *config, const tw_config *cfg, size_t size)
 		config->queue_capacity = DEFAULT_QUEUE_CAPACITY;
 	if (!config->wheel_run_budget_us)
 		config->wheel_run_budget_us = DEFAULT_WHEEL_RUN_BUDGET_US;
+	if (!config->executors) { /* one per CPU */
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		config->executors = cpus > 0 ? (unsigned)cpus : 1;
+	}
 	return TW_OK;
 }
 
@@ -127,8 +131,7 @@ static bool init_locks(struct tw_engine *e)
  * zeroed, so that a failure after this joins (none) and frees them whatever failed. */
 static int alloc_executors(struct tw_engine *e)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	e->executor_count = e->cfg.executors ? e->cfg.executors : (unsigned)(cpus > 0 ? cpus : 1);
+	e->executor_count = e->cfg.executors; /* never 0: settled */
 	e->executor_slots = e->executor_count + e->cfg.spare_executors;
 	size_t bytes = (e->executor_slots + 1) * sizeof *e->executors;
 	e->executors = tw__alloc(bytes);

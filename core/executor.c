@@ -1,20 +1,16 @@
 /*
- * executor.c - the threads that run callbacks: each takes firings from its
- * own ring (handover.c fills it), runs them, accounts for failures and slow
- * runs, and ends tasks whose last run it was. An idle executor sleeps on a
- * futex until the wheel thread kicks it.
+ * executor.c - an executor thread, which runs callbacks: it takes firings from
+ * its own ring (handover.c fills it), runs them (run_firing.h), accounts for
+ * failures and slow runs, and ends tasks whose last run it was. An idle
+ * executor sleeps on a futex until the wheel thread kicks it. The executors as
+ * a group are executor_pool.c's.
  */
-#include "alloc.h"
 #include "run_firing.h"
 #include "threads.h"
 
-#include <errno.h>
-#include <linux/futex.h>
 #include <sched.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -170,7 +166,7 @@ static bool idle(struct executor *x)
 }
 
 /*
- * The wheel thread told x the tick its next firing is likely at (wake_at_ns: wheel_thread.c,
+ * The wheel thread told x the tick its next firing is likely at (wake_at_ns: wheel_sleep.c,
  * plan_prewake). True once x woke for it: from wake_lead_ns before the tick it polled its
  * ring until a firing came, or the wheel thread, done with the tick, told it another time
  * (the firing went elsewhere, or the task was cancelled or moved meanwhile), or SPIN_PAST_NS

@@ -3,7 +3,7 @@
  *
  * No task holds up another: a firing queued behind a run that has lasted
  * HOLD_NS is taken by another executor that is free (executor.c, take_held),
- * and new firings go around that run (wheel_thread.c, executor_for). Free
+ * and new firings go around that run (wheel_fire.c, executor_for). Free
  * executors may sleep, so the watch wakes them when it sees such a firing;
  * it looks again when the next run could cross HOLD_NS or run_limit_ms, and
  * only while something is queued or running, so an idle engine sleeps.
