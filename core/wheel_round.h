@@ -82,7 +82,7 @@ static inline void file_task(struct tw_engine *e, struct tw_task *task, uint64_t
 /* wheel_mail.c: takes in what the executors mailed and, with changes, the mailbox; false
  * when a read would have waited for a mailer (the rest is read the next round). */
 bool tw__wheel_read_mail(struct tw_engine *e, bool changes);
-/* Whether mail read out of the mailbox waits for the next round. */
+/* Whether the backlog is empty: no mail read out of the mailbox waits for a round. */
 bool tw__wheel_backlog_empty(struct tw_engine *e);
 
 /* wheel_fire.c: a round starts filling the executors from the first. */
