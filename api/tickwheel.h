@@ -189,7 +189,7 @@ typedef struct {
 	 * mapped and its memory written then: about 152 bytes a task, in chunks of 1724 tasks
 	 * (256 KiB), held until tw_engine_destroy and counted in memory_bytes. tw_engine_create
 	 * pays what the first adds would (mapping, and a page fault per page, or per 2 MiB page
-	 * with transparent huge pages: perf/README.md, "Reserved tasks"), so that adds into a
+	 * with transparent huge pages: perf/results/HISTORY.md, "Reserved tasks"), so that adds into a
 	 * fresh engine cost what adds into the slots of ended tasks cost. Slots, not a cap: it
 	 * counts live tasks and ended ones kept for retain_ms alike, and max_tasks still caps
 	 * the live ones. Beyond it the table grows as it would without it. -TW_EINVAL past what

@@ -1,7 +1,7 @@
 /*
  * alloc.c - see alloc.h. An arena without tcache costs several times more
  * per alloc/free pair than one with a per-thread explicit tcache
- * (perf/README.md, "Figures moved out of the code"), so each thread gets its
+ * (perf/results/HISTORY.md, "Figures moved out of the code"), so each thread gets its
  * own tcache on first use; it is flushed and destroyed when the thread exits.
  */
 #include "alloc.h"

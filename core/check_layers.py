@@ -3,7 +3,7 @@
 down it.
 
 A module is a header and the file that implements it (task.h, task.c), or a lone file
-(run_firing.h, ops.c); a few files implement one header together (see MODULES). The modules are
+(run_firing.h, ops.h); a few files implement one header together (see MODULES). The modules are
 ordered in MODULES, grouped in layers for the reader. A file may include only headers of its
 own module or of one before it, and may call (or take the address of) only functions defined,
 or defined inline, in its own module or in one before it: within a layer too, so no module
@@ -25,13 +25,13 @@ import sys
 # is engine.h's coarse clock).
 MODULES = [
     ('base', ['base.h rcu.c', 'futex', 'errors', 'abi', 'alloc', 'snapshot', 'snapshot_format']),
-    ('task', ['task_delay', 'task_tally', 'task_table', 'task', 'names']),
+    ('task', ['task.h task_delay.h task_tally.h task_table.h task.c task_table.c', 'names']),
     ('engine', ['engine.h engine_clock.c', 'log']),
     ('handover', ['handover']),
     ('threads', ['threads', 'ends', 'calendar_tasks', 'run_firing', 'executor', 'executor_pool', 'watch',
                  'wheel_round', 'wheel_mail', 'wheel_fire', 'wheel_sleep', 'wheel_thread']),
     ('lifecycle', ['lifecycle', 'fork', 'stop', 'engine_create', 'engine_stats', 'manual_clock']),
-    ('api', ['query', 'list', 'metrics_sink', 'metrics', 'ops', 'ops_add', 'ops_due', 'ops_state',
+    ('api', ['query', 'list', 'metrics_sink', 'metrics', 'ops', 'ops_due', 'ops_state', 'ops_add',
              'snapshot_file', 'snapshot_plan', 'snapshot_write', 'snapshot_restore']),
 ]
 CALL = re.compile(r'\b(\w+)\s*\(|\b(tw__\w+)\b')

@@ -144,7 +144,7 @@ static inline unsigned executors_running(const struct tw_engine *e)
 
 /*
  * The engine's time and its 1 ms grid (engine_clock.c). Inline: a session reset does little
- * besides, and calls would cost it the overlap of its cache misses (perf/README.md, "A
+ * besides, and calls would cost it the overlap of its cache misses (perf/results/HISTORY.md, "A
  * postpone short enough to overlap").
  */
 

@@ -175,7 +175,7 @@ static bool idle(struct executor *x)
  */
 /* Long enough for the wheel thread's own late wake-ups: a spin given up before the kick
  * comes adds a futex wake-up to the run, and such runs made most of a lone heartbeat's
- * interval spread (perf/README.md, "A lone executor heartbeat told of its tick"). */
+ * interval spread (perf/results/HISTORY.md, "A lone executor heartbeat told of its tick"). */
 enum { SPIN_PAST_NS = 500000 };
 
 /* Whether an executor spinning for the tick would hold up the wheel thread that brings its

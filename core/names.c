@@ -127,7 +127,7 @@ static bool holder_live(struct task_table *t, struct name_node *node)
 /*
  * Outside a read-side section: the tables get a bucket per node each time the named tasks
  * double. liburcu's own lazy growth (CDS_LFHT_AUTO_RESIZE) left chains of dozens of nodes
- * (perf/README.md, "Figures moved out of the code"), so the growth is ours; it waits for a
+ * (perf/results/HISTORY.md, "Figures moved out of the code"), so the growth is ours; it waits for a
  * grace period, as the growth of the task table does.
  */
 static void grow(struct tw_names *n, uint64_t nodes)

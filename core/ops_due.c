@@ -9,7 +9,7 @@
 /*
  * Lock held: a new due replaces the firing that came due and waits for the task's own run to
  * return. That firing was due, so it counts, as overlap, as one replaced by a later due that
- * comes while it waits (wheel_thread.c, overlapping): due firings stay runs plus skips, and
+ * comes while it waits (wheel_fire.c, overlapping): due firings stay runs plus skips, and
  * the next run's tw_fire.skipped reports it.
  */
 static __attribute__((noinline)) void replace_rerun(struct tw_engine *e, struct tw_task *task)
@@ -144,8 +144,8 @@ static ALWAYS_INLINE bool postponed(struct tw_engine *e, struct tw_task *task, u
 /*
  * A session reset, the hot path of the gateways, is short: at a million tasks each call
  * costs a cache miss on the task's line, and the misses of consecutive calls overlap only if
- * the calls are short enough (perf/README.md, "A postpone short enough to overlap"). So this
- * inlines what a postpone does and leaves the rest out of line: set_delay_locked under the
+ * the calls are short enough (perf/results/HISTORY.md, "A postpone short enough to
+ * overlap"). So this inlines what a postpone does and leaves the rest out of line: set_delay_locked under the
  * lock, set_delay_any for a thread new to the library, a delay of 2^31 ms or more, TW_NEVER,
  * an out-of-range delay and a halted engine.
  */

@@ -57,7 +57,7 @@ task_read_info(struct tw_engine *e, struct tw_task *task, tw_id id, tw_task_info
 	/* Read into a local, written out field by field once the id is checked (out is left
 	 * untouched otherwise). Not a zeroed local copied whole: gcc zeroes a struct this size
 	 * with `rep stos`, slow to start, and the copy then waits for those stores
-	 * (perf/README.md, "tw_get of a cached task"). */
+	 * (perf/results/HISTORY.md, "tw_get of a cached task"). */
 	tw_task_info v;
 	v.state = state;
 	v.period_ms = period;

@@ -19,7 +19,7 @@ enum task_filing {
 	FILED_NONE,  /* not in the wheel */
 	FILED_DUE,   /* in the wheel for its next firing */
 	FILED_REAP,  /* ended; in the wheel until its retention runs out */
-	FILED_READY, /* due, in the engine's ready list (wheel_thread.c) */
+	FILED_READY, /* due, in the engine's ready list (wheel_round.h) */
 };
 
 /* The due of a task set to TW_NEVER: a due that never comes, so never filed. */
@@ -175,7 +175,7 @@ _Static_assert((TW_MAX_DELAY_MS >> 31) <= UINT16_MAX, "wide values fit");
  * their home executor (which runs them when every executor is full) by
  * blocks of TASKS_PER_EXECUTOR_BLOCK neighbours: otherwise each run would
  * write lines that the other executors write too (tw-perf heartbeats --tasks
- * 100000 shows it in the lateness: perf/README.md, "Figures moved out of the code").
+ * 100000 shows it in the lateness: perf/results/HISTORY.md, "Figures moved out of the code").
  */
 enum {
 	TABLE_CHUNK_BITS = 11,

@@ -81,7 +81,7 @@ uint64_t tw__table_bytes(struct task_table *t)
  * transparent huge pages. An operation on a random task of a large table
  * misses the TLB as well as the cache, and under a hypervisor a TLB miss walks
  * the guest's page tables and the host's: a huge page shortens the walk
- * (perf/README.md, "Task chunks on huge pages"). A region is mapped when its
+ * (perf/results/HISTORY.md, "Task chunks on huge pages"). A region is mapped when its
  * first chunk is needed, so a small engine holds one: 2 MiB with a huge page,
  * its touched chunks without one.
  */
@@ -116,7 +116,7 @@ static char *region_map(void)
  * Fresh memory is faulted in a page at a time by its first write, and a page
  * fault is slow next to an add: a chunk's faults, spread over its adds, would
  * dominate them. The add that grew the table populates the chunk in one call
- * (perf/README.md, "Figures moved out of the code"), after it let go of the
+ * (perf/results/HISTORY.md, "Figures moved out of the code"), after it let go of the
  * table's lock: with a huge page the fault clears 2 MiB, and the wheel thread
  * takes that lock to give slots back. Older kernels refuse the advice; the
  * adds fault the pages in then. Fresh mappings read as zeros.

@@ -31,7 +31,7 @@ static struct executor *home_executor(struct tw_engine *e, struct tw_task *task)
  * of work, then the next. Each executor woken costs a futex wake-up and a
  * context switch, which cost more than a short callback: a light round is
  * better run by one executor than split (tw-perf heartbeats' CPU per run
- * shows it: perf/README.md, "Figures moved out of the code").
+ * shows it: perf/results/HISTORY.md, "Figures moved out of the code").
  */
 enum {
 	FILL_NS = 200000,          /* the lateness one executor's queue may add */

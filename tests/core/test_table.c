@@ -1,5 +1,5 @@
 /*
- * test_table.c - the slot table's own promises (core/task.c), below the API: freed slots are
+ * test_table.c - the slot table's own promises (core/task_table.c), below the API: freed slots are
  * handed out again lowest address first whatever order they came back in, each with the
  * next generation, a slot whose generations ran out is never handed out again, and the
  * table grows by chunks once no slot is free.

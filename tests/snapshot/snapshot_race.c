@@ -135,7 +135,7 @@ int main(int argc, char **argv)
 	tw_config_init(&cfg);
 	cfg.executors = 2;
 	/* Ended tasks are forgotten at once: their slots are reaped and reused while the other
-	 * threads still find them by name (tw_add once mailed such a slot: ops.c). */
+	 * threads still find them by name (tw_add once mailed such a slot: ops_add.c). */
 	cfg.retain_ms = 1;
 	int rc = tw_engine_create(&cfg, &engine);
 	if (rc) {
