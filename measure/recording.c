@@ -1,8 +1,6 @@
 /*
  * recording.c - the reader of recording files (recording.h).
  */
-#define _FILE_OFFSET_BITS 64
-#define _POSIX_C_SOURCE   200809L
 
 #include "recording.h"
 

@@ -3,6 +3,7 @@
  * shares, checks the outputs, runs the scenario, prints its table, writes
  * --json.
  *
+ *   tw-perf replay FILE [--speed X] [--json FILE]
  *   tw-perf SCENARIO [--tasks N] [--seconds S] [--period 100-500ms] [--sessions N] [--rate R]
  *                    [--timeout 30s] [--quiet F] [--threads N] [--executors N] [--block 2s]
  *                    [--sizes 1000,100000] [--op OP] [--impl NAME] [--peers libev,libuv | none] [--seed S] [--quick]
@@ -71,6 +72,8 @@ static const struct scenario scenarios[] = {
 	  "tw_cron_parse per expression, tw_cron_next per fire time, in UTC and in zones" },
 	{ "snapshot", scenario_snapshot,
 	  "tw_snapshot and tw_restore of N named tasks: seconds, bytes per task" },
+	{ "replay", scenario_replay,
+	  "tw-perf replay FILE: a recording's operations re-issued with their timing" },
 };
 enum { SCENARIOS = sizeof scenarios / sizeof scenarios[0] };
 
@@ -81,10 +84,12 @@ enum { SCENARIOS = sizeof scenarios / sizeof scenarios[0] };
 #define MAX_THREADS 1024
 #define MAX_SECONDS 1e6
 #define MAX_RATE    1e9
+#define MAX_SPEED   1e6
 
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: tw-perf SCENARIO [options]\n"
+		     "       tw-perf replay FILE [--speed X] [--json FILE]\n"
 		     "       tw-perf -h | --help | --version\n\nscenarios:\n");
 	for (size_t i = 0; i < SCENARIOS; i++)
 		fprintf(out, "  %-13s %s\n", scenarios[i].name, scenarios[i].what);
@@ -112,6 +117,8 @@ static void usage(FILE *out)
 		"  --reset-many        sessions: a batch of 64 resets is one tw_set_delay_many\n"
 		"  --reserve           ops: the engine reserves its N tasks at create\n"
 		"                      (tw_config.reserve_tasks)\n"
+		"  --speed X           replay: time runs X times as fast (offsets, delays,\n"
+		"                      periods, run lengths divided by X), above 0; default 1\n"
 		"  --json FILE         every figure, target, note and series, and the machine\n"
 		"  --plot DIR          the pictures, PNGs through gnuplot (made if missing)\n"
 		"  -h, --help          this text\n"
@@ -121,6 +128,13 @@ static void usage(FILE *out)
 	for (size_t i = 1; suite_loops[i] != NULL; i++)
 		fprintf(out, " %s", suite_loops[i]->name);
 	fprintf(out, "%s\n\n", suite_loops[1] ? "" : " none");
+	fprintf(out,
+		"replay FILE re-issues a recording's operations (tw_config's recording, its\n"
+		"format in api/record-format.md) from as many threads as were recorded, at\n"
+		"their recorded times, with callbacks as long as the recorded runs; it reports\n"
+		"operations and runs recorded against replayed, lateness, intervals, skips and\n"
+		"CPU per run beside the wake-up floor measured meanwhile (perf/README.md,\n"
+		"\"Replaying a recording\"). A file that is not a whole recording: exit 2.\n\n");
 	fprintf(out, "Exit status: 0 when every target was met, 1 when one was missed, 2 on a\n"
 		     "bad command line, an output that cannot be written (both checked before\n"
 		     "the run) or a set-up error.\n");
@@ -181,7 +195,8 @@ enum {
 	OPT_QUICK,
 	OPT_COARSE_CLOCK,
 	OPT_RESET_MANY,
-	OPT_RESERVE
+	OPT_RESERVE,
+	OPT_SPEED
 };
 
 static const struct cli_option option_table[] = {
@@ -206,12 +221,13 @@ static const struct cli_option option_table[] = {
 	{ "--coarse-clock", OPT_COARSE_CLOCK, false },
 	{ "--reset-many", OPT_RESET_MANY, false },
 	{ "--reserve", OPT_RESERVE, false },
+	{ "--speed", OPT_SPEED, true },
 	{ NULL, 0, false },
 };
 
 /* The options from argv[first]; an argument that is not an option is one
  * more error (the scenario comes first). */
-static struct suite_options parse(int argc, char **argv, int first)
+static struct suite_options parse(int argc, char **argv, int first, bool takes_file)
 {
 	struct suite_options o = { .seed = 20240601 };
 	struct cli c;
@@ -289,6 +305,16 @@ static struct suite_options parse(int argc, char **argv, int first)
 		case OPT_RESERVE:
 			o.reserve = true;
 			break;
+		case OPT_SPEED:
+			o.speed = cli_real(PROG, opt, v, 0, MAX_SPEED,
+					   "needs a factor above 0, at most 1000000");
+			break;
+		case CLI_ARGUMENT:
+			if (takes_file && !o.file) {
+				o.file = v;
+				break;
+			}
+			/* fall through */
 		default:
 			for (size_t i = 0; i < SCENARIOS; i++)
 				if (!strcmp(v, scenarios[i].name))
@@ -341,12 +367,14 @@ int main(int argc, char **argv)
 				PROG,
 				"unknown scenario '%s' (heartbeats, sessions, churn, burst, "
 				"oneshots-busy, blocker, queued-behind, idle, stall, ops, dispatch, list, "
-				"lumps, reap, callgrind-op, icount, cron)",
+				"lumps, reap, callgrind-op, icount, cron, snapshot, replay)",
 				argv[1]);
 	}
-	struct suite_options opt = parse(argc, argv, s ? 2 : 1);
+	struct suite_options opt = parse(argc, argv, s ? 2 : 1, s && s->run == scenario_replay);
 	if (!s)
 		cli_fail(PROG, "no scenario: tw-perf SCENARIO [options]");
+	if (s->run == scenario_replay && !opt.file)
+		cli_fail(PROG, "replay needs a recording: tw-perf replay FILE [options]");
 	/* the outputs, before a run that would end in "cannot write" */
 	if (opt.json)
 		cli_check_file(PROG, "--json", opt.json);

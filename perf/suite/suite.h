@@ -2,7 +2,7 @@
  * suite.h - tw-perf, the perf suite for latency regression testing: one runner
  * with a subcommand per scenario (heartbeats, sessions, churn, burst,
  * oneshots-busy, blocker, queued-behind, idle, stall, ops, dispatch, list,
- * lumps, reap, callgrind-op, icount, cron, snapshot). Each scenario fills a report
+ * lumps, reap, callgrind-op, icount, cron, snapshot, replay). Each scenario fills a report
  * (measure/report.h), which main() prints as a table and, with --json FILE,
  * writes with the machine's facts; with --plot DIR it also draws its
  * pictures there (measure/plot.h).
@@ -40,6 +40,8 @@ struct suite_options {
 	bool coarse_clock;    /* --coarse-clock: the engine's coarse_clock option (sessions) */
 	bool reset_many;      /* --reset-many: sessions reset through tw_set_delay_many */
 	bool reserve;         /* --reserve: ops: the engine reserves its N tasks at create */
+	const char *file;     /* replay: the recording */
+	double speed;         /* --speed X: replay: time runs X times as fast */
 };
 
 /* A scenario: fills r (params, figures, targets, notes, series), draws its
@@ -65,6 +67,7 @@ int scenario_callgrind_op(const struct suite_options *opt, struct report *r);
 int scenario_icount(const struct suite_options *opt, struct report *r);
 int scenario_cron(const struct suite_options *opt, struct report *r);
 int scenario_snapshot(const struct suite_options *opt, struct report *r);
+int scenario_replay(const struct suite_options *opt, struct report *r);
 
 /* true if the peer named (libuv, libevent, libev) is to run: built in and
  * allowed by --peers. */
