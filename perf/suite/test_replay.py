@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""tw-perf replay on a synthetic recording (make_recording.py, from the format's page): it
+must re-issue every operation the recording holds but the two it cannot (an ADD that failed,
+a cancel of an id never added), see the recording's runs within a few percent, report its
+figures beside the wake-up floor, and exit 0; a file cut short or foreign is one clear line
+on stderr and exit status 2.
+
+  test_replay.py TW_PERF
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_recording  # noqa: E402
+
+RUNS_TOLERANCE = 0.03  # the engine's rules give the recording's runs; a few may land late
+
+
+def figures(report):
+    return {(f["impl"], f["name"]): f["value"] for f in report["figures"]}
+
+
+def check(cond, what):
+    if not cond:
+        sys.exit("FAIL: " + what)
+    print("ok:", what)
+
+
+def replay(tw_perf, path, *args):
+    return subprocess.run([tw_perf, "replay", path, *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def check_replay(tw_perf, tmp):
+    data, rec = make_recording.build()
+    path, out = os.path.join(tmp, "synthetic.twrec"), os.path.join(tmp, "replay.json")
+    with open(path, "wb") as f:
+        f.write(data)
+    p = replay(tw_perf, path, "--json", out)
+    print(p.stdout)
+    check(p.returncode == 0, "exit status 0 (got %d: %s)" % (p.returncode, p.stderr.strip()))
+    with open(out) as f:
+        report = json.load(f)
+    fig = figures(report)
+    check(report["scenario"] == "replay", "the JSON's scenario is replay")
+    check(fig[("recording", "ops")] == rec.ops, "operations recorded: %d" % rec.ops)
+    check(fig[("tickwheel", "ops_left_out")] == rec.left_out,
+          "left out: the failed ADD and the cancel of an unknown id")
+    check(fig[("tickwheel", "ops")] == rec.ops - rec.left_out,
+          "every other operation replayed (%d)" % fig[("tickwheel", "ops")])
+    check(fig[("recording", "runs")] == rec.runs, "runs recorded: %d" % rec.runs)
+    runs = fig[("tickwheel", "runs")]
+    check(abs(runs / rec.runs - 1) <= RUNS_TOLERANCE,
+          "runs replayed %d within %.0f %% of %d" % (runs, 100 * RUNS_TOLERANCE, rec.runs))
+    for name in ("lateness_p50", "lateness_p99", "interval_off_p99", "cpu_per_run",
+                 "skipped", "ops_ratio", "runs_ratio"):
+        check(("tickwheel", name) in fig, "figure " + name)
+    check(("wake-up floor", "lateness_p99") in fig, "the wake-up floor beside it")
+    check(fig[("tickwheel", "failures")] >= 1, "the recorded callback's failure returned")
+
+
+def check_refused(tw_perf, tmp):
+    data, _ = make_recording.build()
+    cases = {
+        "cut": (data[:64 + 56 * 3 + 20], "cut short"),
+        "foreign": (b"\x89PNG\r\n\x1a\n" + data[8:], "not a tickwheel recording"),
+        "empty": (b"", "not a tickwheel recording"),
+        "version": (data[:8] + b"\x07\0\0\0" + data[12:], "version 7"),
+    }
+    for name, (content, says) in cases.items():
+        path = os.path.join(tmp, name + ".twrec")
+        with open(path, "wb") as f:
+            f.write(content)
+        p = replay(tw_perf, path)
+        check(p.returncode == 2 and says in p.stderr and path in p.stderr,
+              "%s file: exit 2 and '%s' (got %d: %s)" % (name, says, p.returncode,
+                                                         p.stderr.strip()))
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    with tempfile.TemporaryDirectory() as tmp:
+        check_refused(sys.argv[1], tmp)
+        check_replay(sys.argv[1], tmp)
+
+
+if __name__ == "__main__":
+    main()
