@@ -3,6 +3,7 @@
  * tools draw. JSON is read back by python's json module (TW_PYTHON, set by
  * meson), so a malformed file fails here as it would for perf/compare.py.
  */
+#include "hgrm.h"
 #include "measure.h"
 #include "plot.h"
 #include "report.h"
@@ -354,4 +355,37 @@ Test(deviations, off_quantiles_and_fraction_fold_both_sides)
 	cr_expect_float_eq(deviations_off_quantile_us(&d, 1), 5000, 1e-9);
 	cr_expect_float_eq(deviations_off_fraction(&d, 1000), 0.4, 1e-9);
 	cr_expect_float_eq(deviations_off_fraction(&d, 10000), 0.2, 1e-9);
+}
+
+/* HdrHistogram's percentile text: its header, levels and counts rising to 100 %, the largest
+ * value last, its footers. */
+Test(report, hgrm_percentile_distribution)
+{
+	static struct lateness l;
+	for (uint64_t i = 0; i < 1000; i++)
+		lateness_note(&l, 1000000 + i * 1000, 1000000); /* 0 .. 999 us */
+	lateness_note(&l, 1000000 + 30 * NS_PER_MS, 1000000);   /* beyond the buckets */
+	FILE *f = fopen(json_path, "w");
+	cr_assert(f);
+	hgrm_print(&l, f);
+	fclose(f);
+	f = fopen(json_path, "r");
+	char line[256];
+	cr_assert(fgets(line, sizeof line, f));
+	cr_expect(strstr(line, "Value") && strstr(line, "1/(1-Percentile)"), "%s", line);
+	double value, pct, last_value = -1, last_pct = -1;
+	unsigned long long count, last_count = 0;
+	int lines = 0;
+	while (fgets(line, sizeof line, f) && line[0] != '#') {
+		if (sscanf(line, "%lf %lf %llu", &value, &pct, &count) != 3)
+			continue;
+		cr_expect(value >= last_value && pct > last_pct && count >= last_count, "%s", line);
+		last_value = value, last_pct = pct, last_count = count, lines++;
+	}
+	cr_expect_gt(lines, 20);
+	cr_expect_eq(last_pct, 1.0);
+	cr_expect_eq(last_count, 1001);
+	cr_expect(fabs(last_value - 30.0) < 1e-9, "%f", last_value);
+	cr_expect(strstr(line, "#[Mean"), "%s", line);
+	fclose(f);
 }

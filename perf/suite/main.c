@@ -3,7 +3,7 @@
  * shares, checks the outputs, runs the scenario, prints its table, writes
  * --json.
  *
- *   tw-perf replay FILE [--speed X] [--json FILE]
+ *   tw-perf replay FILE [--speed X] [--json FILE] [--hgrm FILE]
  *   tw-perf SCENARIO [--tasks N] [--seconds S] [--period 100-500ms] [--sessions N] [--rate R]
  *                    [--timeout 30s] [--quiet F] [--threads N] [--executors N] [--block 2s]
  *                    [--sizes 1000,100000] [--op OP] [--impl NAME] [--peers libev,libuv | none] [--seed S] [--quick]
@@ -84,12 +84,11 @@ enum { SCENARIOS = sizeof scenarios / sizeof scenarios[0] };
 #define MAX_THREADS 1024
 #define MAX_SECONDS 1e6
 #define MAX_RATE    1e9
-#define MAX_SPEED   1e6
 
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: tw-perf SCENARIO [options]\n"
-		     "       tw-perf replay FILE [--speed X] [--json FILE]\n"
+		     "       tw-perf replay FILE [--speed X] [--json FILE] [--hgrm FILE]\n"
 		     "       tw-perf -h | --help | --version\n\nscenarios:\n");
 	for (size_t i = 0; i < SCENARIOS; i++)
 		fprintf(out, "  %-13s %s\n", scenarios[i].name, scenarios[i].what);
@@ -117,8 +116,8 @@ static void usage(FILE *out)
 		"  --reset-many        sessions: a batch of 64 resets is one tw_set_delay_many\n"
 		"  --reserve           ops: the engine reserves its N tasks at create\n"
 		"                      (tw_config.reserve_tasks)\n"
-		"  --speed X           replay: time runs X times as fast (offsets, delays,\n"
-		"                      periods, run lengths divided by X), above 0; default 1\n"
+		"  --speed X           replay: X times as fast (every time / X), above 0; 1\n"
+		"  --hgrm FILE         replay: lateness in HdrHistogram's percentile text\n"
 		"  --json FILE         every figure, target, note and series, and the machine\n"
 		"  --plot DIR          the pictures, PNGs through gnuplot (made if missing)\n"
 		"  -h, --help          this text\n"
@@ -129,15 +128,9 @@ static void usage(FILE *out)
 		fprintf(out, " %s", suite_loops[i]->name);
 	fprintf(out, "%s\n\n", suite_loops[1] ? "" : " none");
 	fprintf(out,
-		"replay FILE re-issues a recording's operations (tw_config's recording, its\n"
-		"format in api/record-format.md) from as many threads as were recorded, at\n"
-		"their recorded times, with callbacks as long as the recorded runs; it reports\n"
-		"operations and runs recorded against replayed, lateness, intervals, skips and\n"
-		"CPU per run beside the wake-up floor measured meanwhile (perf/README.md,\n"
-		"\"Replaying a recording\"). A file that is not a whole recording: exit 2.\n\n");
-	fprintf(out, "Exit status: 0 when every target was met, 1 when one was missed, 2 on a\n"
-		     "bad command line, an output that cannot be written (both checked before\n"
-		     "the run) or a set-up error.\n");
+		"Exit status: 0 when every target was met, 1 when one was missed, 2 on a\n"
+		"bad command line, an output that cannot be written (both checked before\n"
+		"the run) or a set-up error (replay: a file that is not a whole recording).\n");
 }
 
 /* The peers' names, for --help and the checks of --peers. */
@@ -196,7 +189,8 @@ enum {
 	OPT_COARSE_CLOCK,
 	OPT_RESET_MANY,
 	OPT_RESERVE,
-	OPT_SPEED
+	OPT_SPEED,
+	OPT_HGRM
 };
 
 static const struct cli_option option_table[] = {
@@ -222,6 +216,7 @@ static const struct cli_option option_table[] = {
 	{ "--reset-many", OPT_RESET_MANY, false },
 	{ "--reserve", OPT_RESERVE, false },
 	{ "--speed", OPT_SPEED, true },
+	{ "--hgrm", OPT_HGRM, true },
 	{ NULL, 0, false },
 };
 
@@ -306,8 +301,11 @@ static struct suite_options parse(int argc, char **argv, int first, bool takes_f
 			o.reserve = true;
 			break;
 		case OPT_SPEED:
-			o.speed = cli_real(PROG, opt, v, 0, MAX_SPEED,
+			o.speed = cli_real(PROG, opt, v, 0, 1e6, /* a second recorded: 1 us */
 					   "needs a factor above 0, at most 1000000");
+			break;
+		case OPT_HGRM:
+			o.hgrm = v;
 			break;
 		case CLI_ARGUMENT:
 			if (takes_file && !o.file) {
@@ -378,6 +376,8 @@ int main(int argc, char **argv)
 	/* the outputs, before a run that would end in "cannot write" */
 	if (opt.json)
 		cli_check_file(PROG, "--json", opt.json);
+	if (opt.hgrm)
+		cli_check_file(PROG, "--hgrm", opt.hgrm);
 	bool made_plot_dir = opt.plot_dir && cli_check_dir(PROG, "--plot", opt.plot_dir);
 	struct report *r = report_open("tw-perf", s->name, argc, argv);
 	if (!r) {

@@ -25,6 +25,7 @@
 #include "suite.h"
 #include "suite_util.h"
 
+#include "hgrm.h"
 #include "tickwheel.h"
 #include "wake_floor.h"
 
@@ -286,6 +287,18 @@ static void finish(struct rp_plan *p, tw_engine *e, struct rp_outcome *o)
 	tw_engine_destroy(e);
 }
 
+/* The replay's lateness to path, the recording's beside it: "-recording" before ".hgrm". */
+static int write_hgrm(struct rp_plan *p, const char *path)
+{
+	char rec[4096];
+	size_t n = strlen(path);
+	size_t stem = n > 5 && !strcmp(path + n - 5, ".hgrm") ? n - 5 : n;
+	snprintf(rec, sizeof rec, "%.*s-recording.hgrm", (int)stem, path);
+	if (hgrm_write(&p->late, path) || (p->rec.runs && hgrm_write(&p->rec_late, rec)))
+		return 2;
+	return 0;
+}
+
 int scenario_replay(const struct suite_options *opt, struct report *r)
 {
 	if (!opt->file) {
@@ -297,6 +310,12 @@ int scenario_replay(const struct suite_options *opt, struct report *r)
 	if (!p)
 		return 2;
 	report_param(r, "speed", speed);
+	if (p->rec.drop_gaps)
+		fprintf(stderr,
+			"tw-perf replay: warning: %s: the recorder dropped %llu events in %llu "
+			"places; they are not replayed\n",
+			opt->file, (unsigned long long)p->rec.dropped,
+			(unsigned long long)p->rec.drop_gaps);
 	tw_engine *e = engine_for(p, r);
 	struct run_args *args = calloc(p->nthreads + 1, sizeof *args);
 	struct floor_args fa = { 0 };
@@ -312,11 +331,12 @@ int scenario_replay(const struct suite_options *opt, struct report *r)
 	finish(p, e, &o);
 	pthread_join(floor_th, NULL);
 	rp_report(r, p, &o);
+	int rc = opt->hgrm ? write_hgrm(p, opt->hgrm) : 0;
 	if (fa.rc == 0)
 		wake_floor_report(r, "wake-up floor", &fa.f);
 	else
 		report_note(r, "wake-up floor: not measured (%s)", strerror(fa.err));
 	free(args);
 	rp_free(p);
-	return 0;
+	return rc;
 }

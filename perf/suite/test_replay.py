@@ -2,7 +2,8 @@
 """tw-perf replay on a synthetic recording (make_recording.py, from the format's page): it
 must re-issue every operation the recording holds but the two it cannot (an ADD that failed,
 a cancel of an id never added), see the recording's runs within a few percent, report its
-figures beside the wake-up floor, and exit 0; a file cut short or foreign is one clear line
+figures beside the wake-up floor, write its lateness in HdrHistogram's percentile text
+(--hgrm), and exit 0; a file cut short or foreign is one clear line
 on stderr and exit status 2.
 
   test_replay.py TW_PERF
@@ -39,7 +40,8 @@ def check_replay(tw_perf, tmp):
     path, out = os.path.join(tmp, "synthetic.twrec"), os.path.join(tmp, "replay.json")
     with open(path, "wb") as f:
         f.write(data)
-    p = replay(tw_perf, path, "--json", out)
+    hgrm = os.path.join(tmp, "lateness.hgrm")
+    p = replay(tw_perf, path, "--json", out, "--hgrm", hgrm)
     print(p.stdout)
     check(p.returncode == 0, "exit status 0 (got %d: %s)" % (p.returncode, p.stderr.strip()))
     with open(out) as f:
@@ -60,6 +62,12 @@ def check_replay(tw_perf, tmp):
         check(("tickwheel", name) in fig, "figure " + name)
     check(("wake-up floor", "lateness_p99") in fig, "the wake-up floor beside it")
     check(fig[("tickwheel", "failures")] >= 1, "the recorded callback's failure returned")
+    for name, n in ((hgrm, runs), (hgrm[:-5] + "-recording.hgrm", rec.runs)):
+        with open(name) as f:
+            last = [line.split() for line in f if line.strip()[:1].isdigit()][-1]
+        check(float(last[1]) == 1.0 and int(last[2]) == n,
+              "%s: HdrHistogram's percentile text up to 100 %% of %d runs" %
+              (os.path.basename(name), n))
 
 
 def check_refused(tw_perf, tmp):

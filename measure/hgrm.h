@@ -1,0 +1,24 @@
+/*
+ * hgrm.h - a lateness distribution (measure.h) in HdrHistogram's
+ * percentile-distribution text, the `.hgrm` file its plotter
+ * (HistogramLogAnalyzer, hdrhistogram.github.io/HdrHistogram/plotFiles.html)
+ * draws on a log-percentile axis: a header line, one line per percentile level
+ * (value, percentile as a fraction, count up to it, 1/(1 - percentile)),
+ * levels closing in on 100 % five to each halving of what is left, as
+ * HdrHistogram's outputPercentileDistribution writes them, then "#[...]"
+ * footers with the mean, the deviation, the largest value and the count.
+ * Values in milliseconds, the microsecond below (the 1 us buckets' lower
+ * edges, as lateness_percentile_us); beyond the buckets, the largest.
+ */
+#ifndef TICKWHEEL_MEASURE_HGRM_H
+#define TICKWHEEL_MEASURE_HGRM_H
+
+#include "measure.h"
+
+#include <stdio.h>
+
+void hgrm_print(struct lateness *l, FILE *out);
+/* 0, or -1 after saying why on stderr. */
+int hgrm_write(struct lateness *l, const char *path);
+
+#endif
