@@ -8,7 +8,8 @@ Two threads. Thread 1: 60 heartbeats (periods 50-190 ms; one of them 2 ms long, 
 sleeps it), a third of them cancelled around 2 s and the rest around 2.8 s (no due near the end), one
 given a new period, one paused and resumed, one added at an absolute due; an ADD that failed. Thread 2: 200 session timeouts
 of 400 ms reset in batches (tw_set_delay_many) every 150 ms, a fifth of them cancelled, one
-moved by tw_set_due; a cancel of an id never added. An event of a type v1 does not define.
+moved by tw_set_due; a cancel of an id never added. An event of a type v1 does not define,
+and a DROPPED event.
 
   make_recording.py OUT          writes OUT; prints what it holds as JSON
 """
@@ -21,7 +22,7 @@ START = 10 ** 12  # the engine's clock at the start: on the ms grid
 END = START + 3000 * MS
 MAGIC = b"\x89TWRECD\n"
 ADD, SET_DELAY, SET_DUE, SET_PERIOD, PAUSE, RESUME, CANCEL = 1, 2, 3, 4, 5, 6, 7
-RUN, THREAD, END_T = 16, 32, 34
+RUN, THREAD, DROPPED, END_T = 16, 32, 33, 34
 EINVAL, ENOTFOUND = 1, 2
 
 
@@ -160,10 +161,12 @@ def build():
     heartbeats(r)
     sessions(r)
     r.put(START + 600 * MS, event(99, 0, START + 600 * MS, tail=b"\xff" * 16))
+    # a gap the recorder reports (nothing is missing here: the replay must only warn)
+    r.put(START + 2200 * MS, event(DROPPED, 0, START + 2200 * MS, a=3))
     header = MAGIC + struct.pack("<IIQQIIII16x", 1, 64, START, 1_700_000_000 * 10 ** 9,
                                  2, 0, 4242, 0)
     body = [e for _, _, e in sorted(r.events)]
-    body.append(event(END_T, 0, END, a=len(body) + 1, b=0, c=END))
+    body.append(event(END_T, 0, END, a=len(body) + 1, b=3, c=END))
     return header + b"".join(body), r
 
 

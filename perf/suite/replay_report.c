@@ -8,6 +8,9 @@
 #include "replay.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 #define IMPL "tickwheel"
 #define REC  "recording"
@@ -106,9 +109,28 @@ static void cpu(struct report *r, struct rp_plan *p, const struct rp_outcome *o)
 			   "us", BETTER_LOWER);
 }
 
+/* Where the recording came from: its process, its date, its threads' names. */
+static void origin(struct report *r, const struct rp_plan *p)
+{
+	time_t secs = (time_t)(p->h.start_wall_ns / 1000000000u);
+	struct tm tm;
+	char date[64] = "?", names[512] = "";
+	if (gmtime_r(&secs, &tm))
+		strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	for (size_t k = 0, used = 0; k < p->nthreads && used < sizeof names; k++) {
+		int n = snprintf(names + used, sizeof names - used, "%s%u %s", k ? ", " : "",
+				 p->threads[k].number,
+				 p->threads[k].name[0] ? p->threads[k].name : "(unnamed)");
+		used += n > 0 ? (size_t)n : 0;
+	}
+	report_note(r, "recorded by pid %u from %s, %.3f s, %u executors; threads: %s", p->h.pid,
+		    date, (double)p->end_ns * p->speed / 1e9, p->h.executors, names);
+}
+
 static void notes(struct report *r, struct rp_plan *p, const struct rp_outcome *o)
 {
 	const struct rp_counts *c = &p->rec;
+	origin(r, p);
 	report_note(r, "replayed %zu recorded threads, %zu tasks, %.3f s at speed %g", p->nthreads,
 		    p->ntasks, o->seconds, p->speed);
 	report_note(r,

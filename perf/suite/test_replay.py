@@ -48,6 +48,7 @@ def check_replay(tw_perf, tmp):
         report = json.load(f)
     fig = figures(report)
     check(report["scenario"] == "replay", "the JSON's scenario is replay")
+    check("dropped 3 events in 1 places" in p.stderr, "a warning of the recorder's gap")
     check(fig[("recording", "ops")] == rec.ops, "operations recorded: %d" % rec.ops)
     check(fig[("tickwheel", "ops_left_out")] == rec.left_out,
           "left out: the failed ADD and the cancel of an unknown id")
