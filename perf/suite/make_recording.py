@@ -5,11 +5,11 @@ engine's rules give (dues on the 1 ms grid, a periodic task's next due its previ
 period, a one-shot due its last delay after its last reset).
 
 Two threads. Thread 1: 60 heartbeats (periods 50-190 ms; one of them 2 ms long, so replay
-sleeps it), a third of them cancelled around 2 s and the rest around 2.8 s (no due near the end), one
-given a new period, one paused and resumed, one added at an absolute due; an ADD that failed. Thread 2: 200 session timeouts
-of 400 ms reset in batches (tw_set_delay_many) every 150 ms, a fifth of them cancelled, one
-moved by tw_set_due; a cancel of an id never added. An event of a type v1 does not define,
-and a DROPPED event.
+sleeps it), a third of them cancelled around 2 s and the rest around 2.8 s (no due near the
+end), one given a new period, one paused and resumed, one added at an absolute due; an ADD
+that failed. Thread 2: 200 session timeouts of 400 ms reset in batches (tw_set_delay_many)
+every 150 ms, a fifth of them cancelled, one moved by tw_set_due; a cancel of an id never
+added. An event of a type v1 does not define, and a DROPPED event.
 
   make_recording.py OUT          writes OUT; prints what it holds as JSON
 """
