@@ -18,6 +18,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_recording  # noqa: E402
 
 RUNS_TOLERANCE = 0.03  # the engine's rules give the recording's runs; a few may land late
+# A replay that could not issue its operations on time (a sanitizer's build: each costs
+# hundreds of us) moves its dues with them; its runs are then judged loosely.
+LAG_LIMIT_US, LAGGING_TOLERANCE = 2000, 0.15
 
 
 def figures(report):
@@ -55,9 +58,12 @@ def check_replay(tw_perf, tmp):
     check(fig[("tickwheel", "ops")] == rec.ops - rec.left_out,
           "every other operation replayed (%d)" % fig[("tickwheel", "ops")])
     check(fig[("recording", "runs")] == rec.runs, "runs recorded: %d" % rec.runs)
-    runs = fig[("tickwheel", "runs")]
-    check(abs(runs / rec.runs - 1) <= RUNS_TOLERANCE,
-          "runs replayed %d within %.0f %% of %d" % (runs, 100 * RUNS_TOLERANCE, rec.runs))
+    runs, lag = fig[("tickwheel", "runs")], fig[("tickwheel", "op_lag_p99")]
+    tolerance = RUNS_TOLERANCE if lag <= LAG_LIMIT_US else LAGGING_TOLERANCE
+    if lag > LAG_LIMIT_US:
+        print("note: operations issued late (op_lag_p99 %.0f us): runs judged loosely" % lag)
+    check(abs(runs / rec.runs - 1) <= tolerance,
+          "runs replayed %d within %.0f %% of %d" % (runs, 100 * tolerance, rec.runs))
     for name in ("lateness_p50", "lateness_p99", "interval_off_p99", "cpu_per_run",
                  "skipped", "ops_ratio", "runs_ratio"):
         check(("tickwheel", name) in fig, "figure " + name)
