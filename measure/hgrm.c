@@ -32,34 +32,70 @@ static void footer(struct lateness *l, uint64_t total, FILE *out)
 	fprintf(out, "#[Buckets = %12d, SubBuckets     = %12d]\n", LATENESS_BUCKETS + 1, 1);
 }
 
+/* Walks the percentile levels as HdrHistogram's outputPercentileDistribution does. */
+struct levels {
+	struct lateness *l;
+	uint64_t total, seen; /* runs; those in the buckets before `bucket` */
+	unsigned bucket;
+	double level; /* percent */
+};
+
+/* The next level below 100 %: its bucket, and the runs up to that bucket; false after it. */
+static bool next_level(struct levels *it, unsigned *bucket, double *level, uint64_t *upto)
+{
+	struct lateness *l = it->l;
+	if (!it->total)
+		return false;
+	/* the first bucket whose count reaches the level (at least one value) */
+	double need = fmax(1, ceil(it->level / 100 * (double)it->total));
+	while (it->bucket < LATENESS_BUCKETS &&
+	       (double)(it->seen +
+			atomic_load_explicit(&l->bucket[it->bucket], memory_order_relaxed)) < need)
+		it->seen += atomic_load_explicit(&l->bucket[it->bucket++], memory_order_relaxed);
+	*upto = it->seen + atomic_load_explicit(&l->bucket[it->bucket], memory_order_relaxed);
+	if (*upto >= it->total && it->level > 0)
+		return false;
+	*bucket = it->bucket;
+	*level = it->level;
+	/* five levels to each halving of what is left above this one */
+	it->level += 100 / (5 * pow(2, floor(log2(100 / (100 - it->level))) + 1));
+	return true;
+}
+
 void hgrm_print(struct lateness *l, FILE *out)
 {
-	uint64_t total = lateness_runs(l), seen = 0;
+	struct levels it = { .l = l, .total = lateness_runs(l) };
 	fprintf(out, "%12s %14s %10s %14s\n\n", "Value", "Percentile", "TotalCount",
 		"1/(1-Percentile)");
-	unsigned i = 0;
-	double level = 0; /* percent */
-	while (total) {
-		/* the first bucket whose count reaches the level (at least one value) */
-		double need = fmax(1, ceil(level / 100 * (double)total));
-		while (i < LATENESS_BUCKETS &&
-		       (double)(seen + atomic_load_explicit(&l->bucket[i], memory_order_relaxed)) <
-			       need)
-			seen += atomic_load_explicit(&l->bucket[i++], memory_order_relaxed);
-		uint64_t upto = seen + atomic_load_explicit(&l->bucket[i], memory_order_relaxed);
-		if (upto >= total && level > 0)
-			break;
+	unsigned i;
+	double level;
+	uint64_t upto;
+	while (next_level(&it, &i, &level, &upto))
 		fprintf(out, "%12.3f %2.12f %10llu %14.2f\n", value_ms(l, i), level / 100,
 			(unsigned long long)upto, 1 / (1 - level / 100));
-		/* five levels to each halving of what is left above this one */
-		double ticks = 5 * pow(2, floor(log2(100 / (100 - level))) + 1);
-		level += 100 / ticks;
-	}
-	if (total)
+	if (it.total)
 		fprintf(out, "%12.3f %2.12f %10llu\n",
 			(double)atomic_load_explicit(&l->max_ns, memory_order_relaxed) / 1e6, 1.0,
-			(unsigned long long)total);
-	footer(l, total, out);
+			(unsigned long long)it.total);
+	footer(l, it.total, out);
+}
+
+size_t hgrm_points(struct lateness *l, double *x, double *y_us, size_t max_points)
+{
+	struct levels it = { .l = l, .total = lateness_runs(l) };
+	unsigned i;
+	double level;
+	uint64_t upto;
+	size_t n = 0;
+	while (n < max_points && next_level(&it, &i, &level, &upto)) {
+		x[n] = 1 / (1 - level / 100);
+		y_us[n++] = value_ms(l, i) * 1e3;
+	}
+	if (it.total && n < max_points) { /* the largest: one run in total */
+		x[n] = fmax((double)it.total, n ? x[n - 1] : 1);
+		y_us[n++] = (double)atomic_load_explicit(&l->max_ns, memory_order_relaxed) / 1e3;
+	}
+	return n;
 }
 
 int hgrm_write(struct lateness *l, const char *path)

@@ -20,5 +20,10 @@
 void hgrm_print(struct lateness *l, FILE *out);
 /* 0, or -1 after saying why on stderr. */
 int hgrm_write(struct lateness *l, const char *path);
+/* The same levels as points for a log-percentile chart, as HdrHistogram's plotter draws
+ * them: x = 1/(1 - percentile) (1 at 0 %, 100 at 99 %), y = the value in us; 100 %, which
+ * has no x, is drawn at x = the runs counted (one run in that many). Returns the points
+ * written, at most max_points. */
+size_t hgrm_points(struct lateness *l, double *x, double *y_us, size_t max_points);
 
 #endif

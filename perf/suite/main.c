@@ -3,7 +3,7 @@
  * shares, checks the outputs, runs the scenario, prints its table, writes
  * --json.
  *
- *   tw-perf replay FILE [--speed X] [--json FILE] [--hgrm FILE]
+ *   tw-perf replay FILE [--speed X] [--json FILE] [--hgrm FILE] [--plot DIR]
  *   tw-perf SCENARIO [--tasks N] [--seconds S] [--period 100-500ms] [--sessions N] [--rate R]
  *                    [--timeout 30s] [--quiet F] [--threads N] [--executors N] [--block 2s]
  *                    [--sizes 1000,100000] [--op OP] [--impl NAME] [--peers libev,libuv | none] [--seed S] [--quick]

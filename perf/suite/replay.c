@@ -330,7 +330,7 @@ int scenario_replay(const struct suite_options *opt, struct report *r)
 	struct rp_outcome o = { 0 };
 	finish(p, e, &o);
 	pthread_join(floor_th, NULL);
-	rp_report(r, p, &o);
+	rp_report(r, p, &o, opt);
 	int rc = opt->hgrm ? write_hgrm(p, opt->hgrm) : 0;
 	if (fa.rc == 0)
 		wake_floor_report(r, "wake-up floor", &fa.f);

@@ -107,7 +107,10 @@ struct rp_outcome {
 	double seconds;
 	struct interval_summary iv, rec_iv;
 };
-void rp_report(struct report *r, struct rp_plan *p, const struct rp_outcome *o);
+struct suite_options;
+/* The figures, notes and series; with --plot, the lateness by percentile. */
+void rp_report(struct report *r, struct rp_plan *p, const struct rp_outcome *o,
+	       const struct suite_options *opt);
 
 /* a delay, period or run length divided by the speed */
 uint64_t rp_scale_ms(uint64_t ms, double speed);

@@ -7,6 +7,10 @@
  */
 #include "replay.h"
 
+#include "hgrm.h"
+#include "plot.h"
+#include "suite.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -166,7 +170,36 @@ static void notes(struct report *r, struct rp_plan *p, const struct rp_outcome *
 			       "replayed as real time");
 }
 
-void rp_report(struct report *r, struct rp_plan *p, const struct rp_outcome *o)
+enum { LEVELS = 200 }; /* percentile levels: about 60 reach 99.9999 % */
+
+struct percentiles {
+	double x[LEVELS], y[LEVELS];
+	size_t n;
+};
+
+/* Lateness by percentile as HdrHistogram's plotter draws it, the replay's beside the
+ * recording's: a JSON series each, and with --plot a log-percentile chart. */
+static void percentiles(struct report *r, struct rp_plan *p, const struct suite_options *opt)
+{
+	struct percentiles rp, rec;
+	rp.n = hgrm_points(&p->late, rp.x, rp.y, LEVELS);
+	rec.n = hgrm_points(&p->rec_late, rec.x, rec.y, LEVELS);
+	report_series(r, IMPL, "lateness_percentiles", rp.x, rp.y, rp.n);
+	report_series(r, REC, "lateness_percentiles", rec.x, rec.y, rec.n);
+	if (!opt->plot_dir)
+		return;
+	struct plot pl = { .title = "replay: lateness by percentile",
+			   .xlabel = "percentile, as 1/(1-p): 10 = 90 %, 100 = 99 %, 1000 = 99.9 %",
+			   .ylabel = "lateness, start - due (us)",
+			   .logx = true,
+			   .style = PLOT_LINES };
+	struct plot_series s[] = { { "replay", rp.x, rp.y, rp.n },
+				   { "recording", rec.x, rec.y, rec.n } };
+	plot_png(suite_plot_path(opt, "replay-lateness-percentiles.png"), &pl, s, rec.n ? 2 : 1);
+}
+
+void rp_report(struct report *r, struct rp_plan *p, const struct rp_outcome *o,
+	       const struct suite_options *opt)
 {
 	report_param(r, "threads", (double)p->nthreads);
 	report_param(r, "tasks", (double)p->ntasks);
@@ -178,4 +211,5 @@ void rp_report(struct report *r, struct rp_plan *p, const struct rp_outcome *o)
 	interval_figures(r, REC, &p->rec_dev, pool(p, true));
 	cpu(r, p, o);
 	notes(r, p, o);
+	percentiles(r, p, opt);
 }

@@ -68,6 +68,9 @@ def check_replay(tw_perf, tmp):
                  "skipped", "ops_ratio", "runs_ratio"):
         check(("tickwheel", name) in fig, "figure " + name)
     check(("wake-up floor", "lateness_p99") in fig, "the wake-up floor beside it")
+    series = {(x["impl"], x["name"]): x for x in report["series"]}
+    check(all(len(series[(impl, "lateness_percentiles")]["x"]) > 1
+              for impl in ("tickwheel", "recording")), "lateness by percentile, both")
     check(fig[("tickwheel", "failures")] >= 1, "the recorded callback's failure returned")
     for name, n in ((hgrm, runs), (hgrm[:-5] + "-recording.hgrm", rec.runs)):
         with open(name) as f:
