@@ -209,6 +209,10 @@ static bool note_event(struct loader *l, const struct rec_event *ev)
 	case REC_END:
 		p->rec.has_end = true;
 		l->end = ev->c > l->end ? ev->c : l->end;
+		if (ev->b > p->rec.dropped) { /* dropped, and no DROPPED event got through to say */
+			p->rec.drop_gaps += !p->rec.drop_gaps;
+			p->rec.dropped = ev->b;
+		}
 		return true;
 	default:
 		p->rec.unknown_types++;
