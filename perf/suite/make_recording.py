@@ -9,7 +9,9 @@ sleeps it), a third of them cancelled around 2 s and the rest around 2.8 s (no d
 end), one given a new period, one paused and resumed, one added at an absolute due; an ADD
 that failed. Thread 2: 200 session timeouts of 400 ms reset in batches (tw_set_delay_many)
 every 150 ms, a fifth of them cancelled, one moved by tw_set_due; a cancel of an id never
-added. An event of a type v1 does not define, and a DROPPED event.
+added; three of thread 1's heartbeats given their own period again as they are added (the
+replay may have to wait for the add). An event of a type v1 does not define, and a DROPPED
+event.
 
   make_recording.py OUT          writes OUT; prints what it holds as JSON
 """
@@ -152,6 +154,10 @@ def sessions(r):
         r.run(ident, due, 1, 30_000 + i * 500, result=1 if i == 13 else 0)
     r.op(CANCEL, 2, START + 2500 * MS, 777777, result=-ENOTFOUND)  # never added
     r.left_out += 1
+    # heartbeats thread 1 adds, given their own period again by thread 2 (no change to
+    # their runs) at the time of the add: the replay may have to wait for the add
+    for i in (10, 20, 30):
+        r.op(SET_PERIOD, 2, START + (10 + 2 * i) * MS, 1000 + i, a=50 + (i * 7) % 150)
 
 
 def build():

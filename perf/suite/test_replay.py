@@ -64,6 +64,9 @@ def check_replay(tw_perf, tmp):
         print("note: operations issued late (op_lag_p99 %.0f us): runs judged loosely" % lag)
     check(abs(runs / rec.runs - 1) <= tolerance,
           "runs replayed %d within %.0f %% of %d" % (runs, 100 * tolerance, rec.runs))
+    mismatches = fig[("tickwheel", "result_mismatches")]
+    check(mismatches == 0 or lag > LAG_LIMIT_US,
+          "every call answered as recorded (%d did not)" % mismatches)
     for name in ("lateness_p50", "lateness_p99", "interval_off_p99", "cpu_per_run",
                  "skipped", "ops_ratio", "runs_ratio"):
         check(("tickwheel", name) in fig, "figure " + name)
