@@ -78,7 +78,9 @@ enum {
 	TW_ENOZONE,   /* tw_cron_parse: the time zone is unknown, or its file unreadable */
 	TW_ENOMATCH,  /* tw_cron_next: no fire time within the search bound (see there) */
 	TW_EEXIST,    /* tw_add: a live task of the engine has that name already */
-	TW_EIO,       /* tw_snapshot, tw_restore: a system call on the file failed (see errno) */
+	/* tw_snapshot, tw_restore, a recording (tw_engine_create, tw_record_status): a system
+	 * call on the file failed (see errno) */
+	TW_EIO,
 	TW_ECORRUPT, /* tw_restore: the snapshot is truncated, or its checksum or a record is bad */
 	TW_EVERSION, /* tw_restore: a snapshot of a format version this library does not read */
 	TW_ENOTSNAPSHOT, /* tw_restore: the file is no snapshot (its magic is wrong; empty) */
@@ -195,6 +197,12 @@ typedef struct {
 	 * the live ones. Beyond it the table grows as it would without it. -TW_EINVAL past what
 	 * ids can index (about 3.6e9 tasks); -TW_ENOMEM when the memory is refused. */
 	uint64_t reserve_tasks;
+	/* Records every operation and run to this file (see "Recording"); NULL: none, unless
+	 * the environment variable TW_RECORD names one; "": none, whatever TW_RECORD says. */
+	const char *record_path;
+	/* The recording's buffer in KiB, rounded up to a power of two; default 1024 (also for
+	 * 0), at least 4, at most 1048576 (1 GiB). Unused without a recording. */
+	unsigned record_buffer_kib;
 } tw_config;
 
 /*
@@ -209,6 +217,31 @@ typedef struct {
  * kernel's coarse clock lagged by more than two ticks (perf/README.md has
  * the lag measured). Firing, lateness and periods stay on the precise clock.
  * Ignored with manual_clock.
+ */
+
+/*
+ * Recording, to replay a program's timers elsewhere (tw-perf replay, perf/README.md):
+ * with cfg.record_path, or the environment variable TW_RECORD for a program that cannot be
+ * changed, the engine writes every tw_add, tw_set_delay, tw_set_delay_many, tw_set_due,
+ * tw_set_period, tw_pause, tw_resume and tw_cancel made on it - the spec without callback
+ * and arg, the call's time, its thread, its result - and every run's due, start and end to
+ * a binary file (api/record-format.md; a tw_add that fails, and a call refused before it
+ * reaches a task, may be left out: the page says which). The file is truncated at tw_engine_create and ends
+ * with an END event once tw_engine_destroy has drained the recording (not if a stuck run
+ * never returns). TW_RECORD=PATH records the process's first engine created without a
+ * record_path to PATH, its second to PATH.2, its third to PATH.3 ... (secure_getenv: not
+ * in a set-user-ID program). A path that cannot be opened fails tw_engine_create with
+ * -TW_EIO, errno kept, whether it came from record_path or from TW_RECORD.
+ *
+ * A recording never blocks the engine or a caller: each event is copied into a bounded
+ * buffer (record_buffer_kib; 64 bytes an event, more for an add with a name or a cron
+ * text) that a thread of the recorder's own ("tw-record") writes out with write(2). When
+ * the buffer is full the event is dropped and counted: the file marks each gap with a
+ * DROPPED event, tw_engine_stats.record_dropped counts them. When a write fails (a full
+ * disk) the recorder writes nothing more, counts every later event as dropped, logs it
+ * through cfg.log once, and tw_record_status answers -TW_EIO with that errno. Recording
+ * off, an operation pays a compare and a branch; on, a few hundred instructions an event,
+ * its clock read included (perf/README.md, "Recording").
  */
 
 /**
@@ -246,10 +279,13 @@ TW_API int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine *
  * Return: TW_OK; -TW_EINVAL for NULL @out or a configuration outside its
  * limits (executors or spare_executors above TW_MAX_EXECUTORS,
  * queue_capacity above TW_MAX_QUEUE_CAPACITY, reserve_tasks past what ids
- * can index; a longer struct whose unknown bytes are not zero); -TW_ENOMEM
- * when memory runs out; -TW_ERESOURCE when the system refuses a thread or a
- * file descriptor. Any thread. Blocks while it starts 1 + executors threads;
- * cost O(executors), plus O(reserve_tasks) to write the memory it reserves.
+ * can index, record_buffer_kib above its limit; a longer struct whose unknown
+ * bytes are not zero); -TW_ENOMEM when memory runs out; -TW_ERESOURCE when
+ * the system refuses a thread or a file descriptor; -TW_EIO when the
+ * recording's file (record_path or TW_RECORD, see "Recording") cannot be
+ * opened, errno kept. Any thread. Blocks while it starts 1 + executors
+ * threads (and the recorder's); cost O(executors), plus O(reserve_tasks) to
+ * write the memory it reserves.
  */
 static inline int tw_engine_create(const tw_config *cfg, tw_engine **out)
 {
@@ -773,6 +809,11 @@ typedef struct {
 	/* TW_ON_WHEEL_THREAD tasks: their runs on the wheel thread (in runs too), those of
 	 * them over wheel_run_budget_us, and the tasks moved to the executors for it. */
 	uint64_t wheel_thread_runs, over_budget_runs, tasks_moved_off_wheel_thread;
+	/* A recording (see "Recording"; all 0 without one): events written to its file,
+	 * events dropped (its buffer full, or after a failed write), bytes written, and the
+	 * errno of its first failed write (0: none). */
+	uint64_t record_events, record_dropped, record_bytes;
+	int record_error;
 } tw_engine_stats;
 
 /**
@@ -796,6 +837,17 @@ static inline int tw_stats(tw_engine *e, tw_engine_stats *out)
 {
 	return tw_stats_sized(e, out, sizeof *out);
 }
+
+/**
+ * tw_record_status() - whether the engine's recording still writes (see "Recording").
+ *
+ * Return: TW_OK while it does, and for an engine that does not record; -TW_EIO once a
+ * write (or the file's close) failed: errno is set to that failure's (ENOSPC for a full
+ * disk), which tw_engine_stats.record_error also shows; the recording has stopped.
+ * -TW_EINVAL for NULL @e; -TW_EFORKED in a forked child. Also after a stop. Any thread;
+ * never blocks; O(1).
+ */
+TW_API int tw_record_status(tw_engine *e);
 
 /* One executor's counters (tw_executor_stats). */
 typedef struct {

@@ -25,6 +25,7 @@ import sys
 # is engine.h's coarse clock).
 MODULES = [
     ('base', ['base.h rcu.c', 'futex', 'errors', 'abi', 'alloc', 'snapshot', 'snapshot_format']),
+    ('record', ['record.h record_ring.h record.c record_hooks.c']),
     ('task', ['task.h task_delay.h task_tally.h task_table.h task.c task_table.c', 'names']),
     ('engine', ['engine.h engine_clock.c', 'log']),
     ('handover', ['handover']),

@@ -14,6 +14,7 @@
 #define TICKWHEEL_CORE_ENGINE_H
 
 #include "names.h"
+#include "record.h"
 #include "task.h"
 
 struct executor; /* handover.h */
@@ -76,7 +77,11 @@ struct tw_engine {
 	/* lifecycle */
 	_Atomic uint8_t stopping; /* HALT_*: refuse operations, stop firing */
 	_Atomic bool wheel_quit;
-	pthread_mutex_t lock; /* tw_advance handshakes, stop */
+	/* record.h; set at create. The hooks test recording: a compare with memory, where a
+	 * test of the pointer would load it into a register first, one instruction more. */
+	bool recording;
+	struct tw_recorder *recorder; /* NULL: not recording */
+	pthread_mutex_t lock;         /* tw_advance handshakes, stop */
 	pthread_cond_t cond;
 	uint64_t advance_asked, advance_done; /* under lock */
 	/* Under lock: tw_advance calls inside; the engine is not freed before they left (a

@@ -35,6 +35,7 @@ static void config_defaults(tw_config *cfg)
 	cfg->retain_ms = DEFAULT_RETAIN_MS;
 	cfg->spare_executors = DEFAULT_SPARE_EXECUTORS;
 	cfg->wheel_run_budget_us = DEFAULT_WHEEL_RUN_BUDGET_US;
+	cfg->record_buffer_kib = 1024; /* record.c's default, also for 0 */
 }
 
 /* A configuration as given (defaults where the caller's struct is shorter), with the zeros
@@ -156,6 +157,11 @@ static int start_engine(struct tw_engine *e)
 		rc = open_descriptors(e);
 	if (rc == TW_OK)
 		rc = tw__fork_watch(e);
+	if (rc == TW_OK) /* before the threads: they read e->recorder */
+		rc = tw__record_open(&e->recorder, &(struct record_setup){
+							   &e->cfg, e->executor_count,
+							   e->executor_slots, &e->manual_now_ns });
+	e->recording = e->recorder != NULL;
 	if (rc == TW_OK)
 		rc = tw__executors_start(e);
 	if (rc == TW_OK)
@@ -197,9 +203,11 @@ int tw_engine_create_sized(const tw_config *cfg, size_t size, tw_engine **out)
 	if (rc != TW_OK) {
 		/* The one cleanup: tw__engine_free undoes what was made and skips what was not
 		 * (the executors' slots are there, or its own frees are of NULL). */
+		int err = errno; /* -TW_EIO's (the recording's file), kept through the cleanup */
 		atomic_store(&e->stopping, HALT_STOPPED);
 		tw__executors_join(e, NULL);
 		tw__engine_free(e);
+		errno = err;
 		return rc;
 	}
 	*out = e;

@@ -4,6 +4,7 @@
  */
 #include "threads.h"
 
+#include <errno.h>
 #include <string.h>
 
 static void gather_stats(tw_engine *e, tw_engine_stats *out)
@@ -58,6 +59,8 @@ static void gather_stats(tw_engine *e, tw_engine_stats *out)
 				((uint64_t)x0->mask + 1) * sizeof *x0->ring;
 	out->memory_bytes =
 		sizeof *e + tw__table_bytes(&e->table) + e->executor_slots * per_executor;
+	if (e->recorder)
+		tw__record_stats(e->recorder, out);
 }
 
 int tw_executor_stats_sized(tw_engine *e, unsigned index, tw_executor_info *out, size_t size)
@@ -84,6 +87,19 @@ int tw_executor_stats_sized(tw_engine *e, unsigned index, tw_executor_info *out,
 	};
 	tw__struct_out(out, size, &stats, sizeof stats);
 	return TW_OK;
+}
+
+int tw_record_status(tw_engine *e)
+{
+	if (!e)
+		return -TW_EINVAL;
+	if (engine_forked(e))
+		return -TW_EFORKED;
+	int err = e->recorder ? tw__record_error(e->recorder) : 0;
+	if (!err)
+		return TW_OK;
+	errno = err;
+	return -TW_EIO;
 }
 
 int tw_stats_sized(tw_engine *e, tw_engine_stats *out, size_t size)

@@ -28,7 +28,8 @@ const char *tw_strerror(int code)
 		[TW_ENOZONE] = "unknown or unreadable time zone",
 		[TW_ENOMATCH] = "the schedule has no fire time within the search bound",
 		[TW_EEXIST] = "a live task has that name already",
-		[TW_EIO] = "a system call on the snapshot file failed (errno says which)",
+		[TW_EIO] =
+			"a system call on the snapshot or recording file failed (errno says which)",
 		[TW_ECORRUPT] = "the snapshot is truncated or corrupted",
 		[TW_EVERSION] = "the snapshot is of another format version",
 		[TW_ENOTSNAPSHOT] = "the file is not a snapshot",

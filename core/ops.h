@@ -13,6 +13,10 @@
 #include "calendar_tasks.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
+/* The recorder's hook (record.h) where e may be NULL (tw_set_delay_many, set_delay_any):
+ * the operation's own tail call stays. The others test e->recording where e is known, one
+ * compare and a branch predicted not taken: add_task, with_task, tw_set_delay. */
+#define RECORDING(e) __builtin_expect((e) && (e)->recording, 0)
 
 /*
  * The helpers below are each file's own, static as when the operations were one file and not
@@ -101,10 +105,10 @@ static inline struct tw_task *fetch_ahead(tw_engine *e, tw_id id)
  * is most likely a cache miss; a timed op reads the clock while it is on its
  * way: the precise clock's read is ordered (lfence; rdtsc), so read after the
  * load it would wait for the miss instead of overlapping it (tw-perf ops
- * measures the postpone at 1M tasks).
+ * measures the postpone at 1M tasks). type: the recorder's event (REC_*), 0 for none.
  */
 static __attribute__((unused)) int with_task(tw_engine *e, tw_id id, task_op *op, uint64_t value,
-					     bool timed)
+					     bool timed, unsigned type)
 {
 	if (!e)
 		return -TW_EINVAL;
@@ -117,6 +121,8 @@ static __attribute__((unused)) int with_task(tw_engine *e, tw_id id, task_op *op
 	int rc = run_op(e, task, id, op, value, now_ns, &after);
 	read_section_end();
 	after_unlock_run(after);
+	if (__builtin_expect(e->recording, 0) && type) /* recorder's hook: record.h */
+		return tw__record_op(e->recorder, type, id, rc, value);
 	return rc;
 }
 

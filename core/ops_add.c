@@ -149,6 +149,8 @@ static ALWAYS_INLINE int add_task(tw_engine *e, const tw_task_spec *spec, tw_id 
 	 * never released". */
 	if (atomic_load_explicit(&e->stopping, memory_order_seq_cst))
 		tw__cancel_while_stopping(e, task, id);
+	if (__builtin_expect(e->recording, 0)) /* recorder's hook: record.h */
+		return tw__record_add(e->recorder, spec, sizeof *spec, TW_OK, out);
 	return TW_OK;
 }
 

@@ -105,11 +105,20 @@ static int op_set_period(struct tw_engine *e, struct tw_task *task, uint64_t per
 	return TW_OK;
 }
 
-static __attribute__((noinline)) int set_delay_any(tw_engine *e, tw_id id, uint64_t delay_ms)
+static int set_delay_slow(tw_engine *e, tw_id id, uint64_t delay_ms)
 {
 	if (e && check_delay(delay_ms))
-		return delay_ms == TW_NEVER ? with_task(e, id, op_set_never, 0, false) : -TW_ERANGE;
-	return with_task(e, id, op_set_delay, delay_ms, true);
+		return delay_ms == TW_NEVER ? with_task(e, id, op_set_never, 0, false, 0) :
+					      -TW_ERANGE;
+	return with_task(e, id, op_set_delay, delay_ms, true, 0);
+}
+
+static __attribute__((noinline)) int set_delay_any(tw_engine *e, tw_id id, uint64_t delay_ms)
+{
+	if (RECORDING(e)) /* recorder's hook: record.h */
+		return tw__record_op(e->recorder, REC_SET_DELAY, id,
+				     set_delay_slow(e, id, delay_ms), delay_ms);
+	return set_delay_slow(e, id, delay_ms);
 }
 
 /* tw_set_delay's answer when the wheel thread is to be woken once the lock is dropped. */
@@ -172,6 +181,8 @@ int tw_set_delay(tw_engine *e, tw_id id, uint64_t delay_ms)
 		tw__engine_wake(e);
 		rc = TW_OK;
 	}
+	if (__builtin_expect(e->recording, 0)) /* recorder's hook: record.h */
+		return tw__record_op(e->recorder, REC_SET_DELAY, id, rc, delay_ms);
 	return rc;
 }
 
@@ -181,14 +192,14 @@ int tw_set_due(tw_engine *e, tw_id id, uint64_t due_ns)
 		return -TW_EINVAL;
 	if (check_time(e, due_ns))
 		return -TW_ERANGE;
-	return with_task(e, id, op_set_time, due_ns, true);
+	return with_task(e, id, op_set_time, due_ns, true, REC_SET_DUE);
 }
 
 int tw_set_period(tw_engine *e, tw_id id, uint64_t period_ms)
 {
 	if (e && check_delay(period_ms))
 		return -TW_ERANGE;
-	return with_task(e, id, op_set_period, period_ms, false);
+	return with_task(e, id, op_set_period, period_ms, false, REC_SET_PERIOD);
 }
 
 /*
@@ -203,7 +214,7 @@ static int set_never_many(tw_engine *e, const tw_id *ids, size_t n, int *results
 {
 	int first_failure = TW_OK;
 	for (size_t i = 0; i < n; i++) {
-		int rc = with_task(e, ids[i], op_set_never, 0, false);
+		int rc = with_task(e, ids[i], op_set_never, 0, false, 0);
 		if (results)
 			results[i] = rc;
 		if (rc && !first_failure)
@@ -212,7 +223,7 @@ static int set_never_many(tw_engine *e, const tw_id *ids, size_t n, int *results
 	return first_failure;
 }
 
-int tw_set_delay_many(tw_engine *e, const tw_id *ids, size_t n, uint64_t delay_ms, int *results)
+static int set_delay_many(tw_engine *e, const tw_id *ids, size_t n, uint64_t delay_ms, int *results)
 {
 	enum { AHEAD = 8, SECTION = 256 };
 	if (!e || (n && !ids))
@@ -246,4 +257,12 @@ int tw_set_delay_many(tw_engine *e, const tw_id *ids, size_t n, uint64_t delay_m
 	}
 	after_unlock_run(after);
 	return first_failure;
+}
+
+int tw_set_delay_many(tw_engine *e, const tw_id *ids, size_t n, uint64_t delay_ms, int *results)
+{
+	if (RECORDING(e)) /* recorder's hook: record.h */
+		return tw__record_many(e->recorder, ids, n, delay_ms, results,
+				       set_delay_many(e, ids, n, delay_ms, results));
+	return set_delay_many(e, ids, n, delay_ms, results);
 }

@@ -111,15 +111,15 @@ void tw__cancel_while_stopping(struct tw_engine *e, struct tw_task *task, tw_id 
 
 int tw_pause(tw_engine *e, tw_id id)
 {
-	return with_task(e, id, op_pause, 0, false);
+	return with_task(e, id, op_pause, 0, false, REC_PAUSE);
 }
 
 int tw_resume(tw_engine *e, tw_id id)
 {
-	return with_task(e, id, op_resume, 0, true);
+	return with_task(e, id, op_resume, 0, true, REC_RESUME);
 }
 
 int tw_cancel(tw_engine *e, tw_id id)
 {
-	return with_task(e, id, op_cancel, 0, false);
+	return with_task(e, id, op_cancel, 0, false, REC_CANCEL);
 }

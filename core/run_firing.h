@@ -256,6 +256,9 @@ static inline __attribute__((always_inline)) void run_firing(struct executor *x,
 			rc = cold->callback(&fire, cold->arg);
 			x->last_end_ns = monotonic_ns();
 			took = x->last_end_ns - start;
+			if (__builtin_expect(e->recording, 0)) /* recorder's hook: record.h */
+				tw__record_run(e->recorder, &fire, start, x->last_end_ns, rc,
+					       x->index);
 			bump_by(&x->busy_ns, took);
 			atomic_store_explicit(&x->run_start_ns, 0, memory_order_release);
 			uint64_t average =

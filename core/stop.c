@@ -130,6 +130,7 @@ static void close_descriptors(struct tw_engine *e)
 void tw__engine_free(struct tw_engine *e)
 {
 	tw__fork_unwatch(e);
+	tw__record_close(e->recorder, tw__engine_now_ns(e)); /* its END: every run is in */
 	/* Reaped slots go back to the table from call_rcu callbacks. */
 	urcu_memb_barrier();
 	HANDOVER_ACQUIRE(&e->table); /* their writes: TSan does not see the barrier order them */
