@@ -226,12 +226,13 @@ typedef struct {
  * tw_set_period, tw_pause, tw_resume and tw_cancel made on it - the spec without callback
  * and arg, the call's time, its thread, its result - and every run's due, start and end to
  * a binary file (api/record-format.md; a tw_add that fails, and a call refused before it
- * reaches a task, may be left out: the page says which). The file is truncated at tw_engine_create and ends
- * with an END event once tw_engine_destroy has drained the recording (not if a stuck run
- * never returns). TW_RECORD=PATH records the process's first engine created without a
- * record_path to PATH, its second to PATH.2, its third to PATH.3 ... (secure_getenv: not
- * in a set-user-ID program). A path that cannot be opened fails tw_engine_create with
- * -TW_EIO, errno kept, whether it came from record_path or from TW_RECORD.
+ * reaches a task, may be left out: the page says which). The file is truncated at
+ * tw_engine_create and ends with an END event once tw_engine_destroy has drained the
+ * recording (not if a stuck run never returns). TW_RECORD=PATH records the process's
+ * first engine created without a record_path to PATH, its second to PATH.2, its third to
+ * PATH.3 ... (secure_getenv: not in a set-user-ID program). A path that cannot be opened
+ * fails tw_engine_create with -TW_EIO, errno kept, whether it came from record_path or
+ * from TW_RECORD.
  *
  * A recording never blocks the engine or a caller: each event is copied into a bounded
  * buffer (record_buffer_kib; 64 bytes an event, more for an add with a name or a cron
