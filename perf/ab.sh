@@ -108,7 +108,14 @@ build() {
 }
 
 tw_a=$(build a "${commits[0]}")
-tw_b=$(build b "${commits[1]}")
+if [[ ${commits[0]} == "${commits[1]}" ]]; then
+	# one revision against itself (how the comparison's false alarms are measured): the
+	# build would be the same, the machine's time is not spent twice
+	echo "ab.sh: A and B are one commit: one build for both" >&2
+	tw_b=$tw_a
+else
+	tw_b=$(build b "${commits[1]}")
+fi
 echo "ab.sh: A = ${revs[0]} (${commits[0]:0:12}), B = ${revs[1]} (${commits[1]:0:12})," \
 	"$runs rounds of: ${scenarios[*]}" >&2
 

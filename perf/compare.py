@@ -184,8 +184,9 @@ def compare_figure(a, b, better, threshold, confidence):
     row = {'n_a': len(a), 'n_b': len(b), 'median_a': statistics.median(a),
            'median_b': statistics.median(b)}
     ma, mb = row['median_a'], row['median_b']
-    row['ratio_of_medians'] = mb / ma if ma else None
     positive = min(a + b) > 0
+    # a ratio of values that can be 0 or below says nothing: those rows are differences
+    row['ratio_of_medians'] = mb / ma if positive else None
     row['mode'] = 'ratio' if positive else 'difference'
     hl = hodges_lehmann([math.log(x) for x in a] if positive else a,
                         [math.log(x) for x in b] if positive else b, confidence)
@@ -338,12 +339,16 @@ def main(argv=None):
                  if r['gated'] and r['verdict'] == 'regressed']
     status = 2 if problems else 1 if regressed else 0
     if args.json:
-        with open(args.json, 'w') as f:
-            json.dump({'a': a_paths, 'b': b_paths, 'threshold': threshold,
-                       'confidence': args.confidence, 'gate': patterns, 'rows': rows,
-                       'regressed': regressed, 'problems': problems, 'status': status},
-                      f, indent=1)
-            f.write('\n')
+        try:
+            with open(args.json, 'w') as f:
+                json.dump({'a': a_paths, 'b': b_paths, 'threshold': threshold,
+                           'confidence': args.confidence, 'gate': patterns, 'rows': rows,
+                           'regressed': regressed, 'problems': problems, 'status': status},
+                          f, indent=1)
+                f.write('\n')
+        except OSError as e:
+            problems.append('--json %s: %s' % (args.json, e.strerror))
+            status = 2
     for p in problems:
         print('compare: %s' % p, file=sys.stderr)
     if regressed:
