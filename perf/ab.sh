@@ -27,7 +27,7 @@ die() {
 }
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(git -C "$here" rev-parse --show-toplevel)
+repo=$(git -C "$here" rev-parse --show-toplevel 2>/dev/null) || die "$here: not in a git checkout"
 runs=5 jobs=1 out='' revs=() scenarios=() compare_opts=()
 while (($#)); do
 	case $1 in

@@ -205,6 +205,32 @@ class CompareProgram(unittest.TestCase):
             self.assertNotIn('Traceback', out, what)
 
 
+@unittest.skipUnless(subprocess.run(['git', '-C', HERE, 'rev-parse'], capture_output=True)
+                     .returncode == 0, 'not a git checkout')
+class AbScript(unittest.TestCase):
+    """ab.sh's refusals, which cost no build: a bad revision or count exits 2, saying so,
+    and leaves no worktree behind."""
+
+    def ab(self, *args):
+        return subprocess.run(['bash', os.path.join(HERE, 'ab.sh')] + list(args),
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
+
+    def worktrees(self):
+        return subprocess.run(['git', '-C', HERE, 'worktree', 'list'], capture_output=True,
+                              text=True).stdout
+
+    def test_refusals(self):
+        before = self.worktrees()
+        for args, said in ((['no-such-revision', 'HEAD'], 'not a revision'),
+                           (['HEAD', 'HEAD', '-n', 'x'], '-n x'),
+                           (['HEAD', 'HEAD', '--bogus'], 'unknown option'),
+                           (['HEAD'], 'REV_A REV_B')):
+            proc = self.ab(*args)
+            self.assertEqual(proc.returncode, 2, proc.stderr)
+            self.assertIn(said, proc.stderr)
+        self.assertEqual(self.worktrees(), before)
+
+
 class RankStatistics(unittest.TestCase):
     def test_u_counts_against_enumeration(self):
         import itertools
