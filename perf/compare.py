@@ -225,12 +225,16 @@ def gated(lab, patterns):
 
 
 def compare(a_runs, b_runs, threshold, confidence, patterns):
-    """Rows of every figure both sides have, and the problems that make the input bad."""
+    """Rows of every figure both sides have, the problems that make the input bad and
+    warnings."""
     common = [g for g in a_runs if g in b_runs]
     if not common:
         raise BadInput('no scenario in common: A has %s; B has %s' % (
             ', '.join(sorted(a_runs)), ', '.join(sorted(b_runs))))
     rows, problems = [], []
+    warnings = ['%s: only in %s, not compared' % (g, side)
+                for side, mine, other in (('A', a_runs, b_runs), ('B', b_runs, a_runs))
+                for g in mine if g not in other]
     for g in common:
         fa, fb = a_runs[g], b_runs[g]
         for key in list(fa) + [k for k in fb if k not in fa]:
@@ -254,7 +258,7 @@ def compare(a_runs, b_runs, threshold, confidence, patterns):
     if not any(r['gated'] for r in rows):
         problems.append('no gated figure (%s) in these runs; name some with --gate'
                         % ','.join(patterns))
-    return rows, problems
+    return rows, problems, warnings
 
 
 def fmt(v):
@@ -282,8 +286,10 @@ def print_table(rows, confidence, out):
             'estimate [%g %% CI]' % (100 * confidence), 'verdict')
     for g in groups:
         mine = [r for r in rows if r['group'] == g]
-        print('%s: %d runs of A, %d of B (* gated; an estimate with a sign is B - A)'
-              % (g, max(r['n_a'] for r in mine), max(r['n_b'] for r in mine)), file=out)
+        cover = [r['coverage'] for r in mine if r['coverage'] is not None]
+        print('%s: %d runs of A, %d of B%s (* gated; an estimate with a sign is B - A)'
+              % (g, max(r['n_a'] for r in mine), max(r['n_b'] for r in mine),
+                 ', intervals cover %.1f %%' % (100 * min(cover)) if cover else ''), file=out)
         table = [head] + [(('* ' if r['gated'] else '  ') + r['label'], r['unit'],
                            fmt(r['median_a']), fmt(r['median_b']),
                            '-' if r['ratio_of_medians'] is None
@@ -329,11 +335,13 @@ def main(argv=None):
             raise BadInput('--confidence %g: expected a number in (0, 1)' % args.confidence)
         patterns = [p for p in args.gate.split(',') if p]
         a_paths, b_paths = expand(args.a), expand(args.b)
-        rows, problems = compare(collect(a_paths), collect(b_paths), threshold,
-                                 args.confidence, patterns)
+        rows, problems, warnings = compare(collect(a_paths), collect(b_paths), threshold,
+                                           args.confidence, patterns)
     except BadInput as e:
         print('compare: %s' % e, file=sys.stderr)
         return 2
+    for w in warnings:
+        print('compare: warning: %s' % w, file=sys.stderr)
     print_table(rows, args.confidence, sys.stdout)
     regressed = ['%s: %s' % (r['group'], r['label']) for r in rows
                  if r['gated'] and r['verdict'] == 'regressed']

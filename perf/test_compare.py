@@ -174,8 +174,11 @@ class CompareProgram(unittest.TestCase):
                     paths[side].append(p)
         rc, _, out = self.run_compare(','.join(paths['a']), ','.join(paths['b']))
         self.assertIn(rc, (0, 1), out)
-        self.assertIn('heartbeats: 4 runs of A, 4 of B', out)
+        self.assertIn('heartbeats: 4 runs of A, 4 of B, intervals cover 97.1 %', out)
         self.assertIn('heartbeats --quick: 4 runs of A, 4 of B', out)
+        # a group on one side only is said, not compared
+        rc, _, out = self.run_compare(','.join(paths['a']), ','.join(paths['b'][::2]))
+        self.assertIn('heartbeats --quick: only in A, not compared', out)
 
     def test_bad_input_exits_2(self):
         good = self.write_set('a', 12)
