@@ -72,7 +72,7 @@ if [[ -z $out ]]; then
 	out=$(mktemp -d "${TMPDIR:-/tmp}/tw-ab.XXXXXX")
 fi
 mkdir -p "$out/a" "$out/b"
-[[ -z $(ls -A "$out/a" "$out/b") ]] || die "$out/a or $out/b is not empty: runs would mix"
+[[ -z $(find "$out/a" "$out/b" -mindepth 1 -print -quit) ]] || die "$out/a or $out/b is not empty: runs would mix"
 
 # The options this revision's meson_options.txt knows, from those that make the build small.
 setup_options() {
