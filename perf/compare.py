@@ -274,7 +274,7 @@ def interval_text(r):
         return '-'
     if r['mode'] == 'ratio':
         return '%.3f [%.3f, %.3f]' % (r['estimate'], r['ci_low'], r['ci_high'])
-    return '%+g [%+g, %+g]' % (r['estimate'], r['ci_low'], r['ci_high'])
+    return '%+.4g [%+.4g, %+.4g]' % (r['estimate'], r['ci_low'], r['ci_high'])
 
 
 def print_table(rows, confidence, out):
