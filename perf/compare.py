@@ -3,7 +3,7 @@
 
   perf/compare.py A B [--threshold 5%] [--confidence 0.95] [--gate FIG,...] [--json OUT]
 
-A and B are sets of repeated tw-perf runs, one JSON per invocation (tools/report.h): each a
+A and B are sets of repeated tw-perf runs, one JSON per invocation (measure/report.h): each a
 directory (its *.json), a file, a glob or a comma-separated list of those. Runs are grouped
 by scenario and options (the command line without the program, --json and --plot); per group
 and figure, the table gives the medians, the ratio of medians B/A, the Hodges-Lehmann
