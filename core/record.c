@@ -214,12 +214,18 @@ static void fill_header(struct tw_recorder *r, const struct record_setup *s)
 			    (cfg->manual_clock ? 1u : 0u) | (cfg->coarse_clock ? 2u : 0u) |
 				    (cfg->pin_executors ? 4u : 0u),
 			    (uint32_t)getpid(), cfg->queue_capacity ? cfg->queue_capacity : 4096 };
+	/* what decides a call's answer as much as its timing (an ended task answers ESTATE for
+	 * retain_ms, then ENOTFOUND), so that a replay's engine answers as this one did */
+	uint64_t retain_ms = cfg->retain_ms;
+	uint32_t max_failures = cfg->max_failures;
 	uint32_t version[2] = { 1, HEADER_SIZE };
 	memset(r->header, 0, HEADER_SIZE);
 	memcpy(r->header, "\x89TWRECD\n", 8);
 	memcpy(r->header + 8, version, sizeof version);
 	memcpy(r->header + 16, u64, sizeof u64);
 	memcpy(r->header + 32, u32, sizeof u32);
+	memcpy(r->header + 48, &retain_ms, sizeof retain_ms);
+	memcpy(r->header + 56, &max_failures, sizeof max_failures);
 }
 
 /* The file to record to: record_path, or TW_RECORD's (".N" after it for the N-th engine

@@ -83,6 +83,8 @@ static int read_header(struct rec_reader *r)
 	r->h.config = le32(b + 36);
 	r->h.pid = le32(b + 40);
 	r->h.queue_capacity = le32(b + 44);
+	r->h.retain_ms = le64(b + 48);
+	r->h.max_failures = le32(b + 56);
 	r->offset = r->h.header_size;
 	if (fseeko(r->f, (off_t)r->offset, SEEK_SET)) {
 		fail(r, "cannot seek: %s", strerror(errno));

@@ -52,6 +52,8 @@ struct rec_header {
 	uint32_t version, header_size;
 	uint64_t start_mono_ns, start_wall_ns;
 	uint32_t executors, config, pid, queue_capacity;
+	uint64_t retain_ms;    /* the engine's, so that a replay's answers match */
+	uint32_t max_failures; /* the engine's */
 };
 #define REC_CONFIG_MANUAL_CLOCK  1u
 #define REC_CONFIG_COARSE_CLOCK  2u

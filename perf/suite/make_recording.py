@@ -169,8 +169,8 @@ def build():
     r.put(START + 600 * MS, event(99, 0, START + 600 * MS, tail=b"\xff" * 16))
     # a gap the recorder reports (nothing is missing here: the replay must only warn)
     r.put(START + 2200 * MS, event(DROPPED, 0, START + 2200 * MS, a=3))
-    header = MAGIC + struct.pack("<IIQQIIII16x", 1, 64, START, 1_700_000_000 * 10 ** 9,
-                                 2, 0, 4242, 0)
+    header = MAGIC + struct.pack("<IIQQIIIIQI4x", 1, 64, START, 1_700_000_000 * 10 ** 9,
+                                 2, 0, 4242, 0, 5000, 10)
     body = [e for _, _, e in sorted(r.events)]
     body.append(event(END_T, 0, END, a=len(body) + 1, b=3, c=END))
     return header + b"".join(body), r

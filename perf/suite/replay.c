@@ -72,6 +72,15 @@ static int replay_run(const tw_fire *fire, void *arg)
 	return p->run_result[t->first_run + k];
 }
 
+/* A call answered otherwise than it was when recorded: most often one that raced its task's end
+ * (a session reset as the session times out), which the replay's timing puts on the other side. */
+static void count_answer(struct rp_thread *th, int recorded, int replayed)
+{
+	if (replayed == recorded)
+		return;
+	th->mismatches++;
+	th->refused_here += recorded == TW_OK;
+}
 /* The replay's id of the op's task; 0 when there is none to act on (counted). */
 static tw_id id_of(struct rp_thread *th, const struct rp_op *op)
 {
@@ -151,7 +160,7 @@ static void issue(struct rp_thread *th, tw_engine *e, const struct rp_op *op)
 		break;
 	}
 	th->issued++;
-	th->mismatches += rc != op->result;
+	count_answer(th, op->result, rc);
 }
 
 /* The elements of one recorded tw_set_delay_many from ops[0] on, as one call; how many. */
@@ -172,7 +181,7 @@ static size_t issue_many(struct rp_thread *th, tw_engine *e, const struct rp_op 
 	if (used) {
 		int rc = tw_set_delay_many(e, ids, used, ops[0].a, results);
 		for (size_t i = 0; i < used; i++)
-			th->mismatches += (rc == -TW_ESHUTDOWN ? rc : results[i]) != recorded[i];
+			count_answer(th, recorded[i], rc == -TW_ESHUTDOWN ? rc : results[i]);
 		th->issued += used;
 	}
 	return k;
@@ -227,8 +236,11 @@ static tw_engine *engine_for(const struct rp_plan *p, struct report *r)
 	cfg.queue_capacity = p->h.queue_capacity <= TW_MAX_QUEUE_CAPACITY ? p->h.queue_capacity : 0;
 	cfg.coarse_clock = p->h.config & REC_CONFIG_COARSE_CLOCK;
 	cfg.pin_executors = p->h.config & REC_CONFIG_PIN_EXECUTORS;
+	cfg.retain_ms = p->h.retain_ms;
+	cfg.max_failures = p->h.max_failures;
 	report_param(r, "executors", cfg.executors);
 	report_param(r, "queue_capacity", cfg.queue_capacity);
+	report_param(r, "retain_ms", (double)cfg.retain_ms);
 	tw_engine *e = NULL;
 	int rc = tw_engine_create(&cfg, &e);
 	if (rc != TW_OK)
@@ -270,6 +282,7 @@ static void finish(struct rp_plan *p, tw_engine *e, struct rp_outcome *o)
 		pthread_join(th->th, NULL);
 		o->ops_issued += th->issued;
 		o->mismatches += th->mismatches;
+		o->refused_here += th->refused_here;
 		o->on_failed_adds += th->on_failed_adds;
 		o->waited_out += th->waited_out;
 		o->threads_cpu_ns += th->cpu_ns;

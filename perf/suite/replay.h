@@ -56,6 +56,7 @@ struct rp_thread {
 	pthread_t th;
 	/* what it did */
 	uint64_t issued, mismatches, on_failed_adds, waited_out, cpu_ns;
+	uint64_t refused_here; /* mismatches that succeeded when recorded and failed here */
 };
 
 /* Counts of what the replay could not re-issue, and of the recording's own gaps. */
@@ -102,7 +103,7 @@ void rp_free(struct rp_plan *p);
 
 /* Plays the plan: 0, or 2 after saying why on stderr. */
 struct rp_outcome {
-	uint64_t ops_issued, mismatches, on_failed_adds, waited_out;
+	uint64_t ops_issued, mismatches, on_failed_adds, waited_out, refused_here;
 	uint64_t engine_cpu_ns, threads_cpu_ns, skipped, failures;
 	double seconds;
 	struct interval_summary iv, rec_iv;

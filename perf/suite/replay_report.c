@@ -151,6 +151,13 @@ static void notes(struct report *r, struct rp_plan *p, const struct rp_outcome *
 			    (unsigned long long)c->engine_ops,
 			    (unsigned long long)o->on_failed_adds,
 			    (unsigned long long)o->waited_out);
+	if (o->mismatches)
+		report_note(r,
+			    "result_mismatches: %llu calls answered otherwise than recorded, %llu "
+			    "of them refused here after succeeding then: calls that race their "
+			    "task's end (a reset as the task fires or ends) fall on its other side "
+			    "when the replay's timing differs (op_lag)",
+			    (unsigned long long)o->mismatches, (unsigned long long)o->refused_here);
 	if (c->drop_gaps)
 		report_note(r,
 			    "warning: the recorder dropped %llu events in %llu places: what was "

@@ -28,7 +28,8 @@ struct recording {
 	unsigned char *bytes;
 	size_t size;
 	uint64_t start_mono_ns;
-	uint32_t executors, config_bits, pid;
+	uint32_t executors, config_bits, pid, max_failures;
+	uint64_t retain_ms;
 	struct event *events;
 	size_t count;
 };
@@ -70,6 +71,8 @@ static void read_recording(const char *path, struct recording *r)
 	r->executors = u32_at(r->bytes + 32);
 	r->config_bits = u32_at(r->bytes + 36);
 	r->pid = u32_at(r->bytes + 40);
+	r->retain_ms = u64_at(r->bytes + 48);
+	r->max_failures = u32_at(r->bytes + 56);
 	size_t max = (r->size - 64) / 56 + 1;
 	r->events = calloc(max, sizeof *r->events);
 	for (size_t at = 64; at < r->size; r->count++) {
@@ -153,6 +156,8 @@ Test(record, operations_from_two_threads_and_runs)
 	temp_path(path, sizeof path);
 	tw_config cfg = manual_config(1);
 	cfg.record_path = path;
+	cfg.retain_ms = 777;
+	cfg.max_failures = 3;
 	tw_engine *e = engine_new(&cfg);
 	cr_assert_eq(tw_record_status(e), TW_OK);
 	tw_task_spec spec = spec_of(5, 0, returns_arg, NULL);
@@ -179,6 +184,8 @@ Test(record, operations_from_two_threads_and_runs)
 	cr_assert_eq(head.executors, 1);
 	cr_assert_eq(head.config_bits, 1, "manual_clock");
 	cr_assert_eq(head.pid, (uint32_t)getpid());
+	cr_assert_eq(head.retain_ms, cfg.retain_ms, "retain_ms, which decides ESTATE or ENOTFOUND");
+	cr_assert_eq(head.max_failures, cfg.max_failures);
 	cr_assert_eq(head.start_mono_ns, t0);
 	cr_assert_eq(head.count, 16, "%zu events", head.count);
 	struct event *ev = head.events;
