@@ -27,6 +27,8 @@ import os
 import statistics
 import sys
 
+import compare_plot  # beside this file
+
 FLOOR_IMPL = 'wake-up floor'
 FLOOR_SUFFIX = '/floor'
 # Normalised lateness cancels the machine's own drift; CPU per run has no floor but moves
@@ -328,6 +330,8 @@ def main(argv=None):
                     help='figures that fail the comparison, comma-separated shell patterns on '
                     'NAME (tickwheel\'s) or IMPL:NAME (default: %(default)s)')
     ap.add_argument('--json', help='write every row and the verdict here')
+    ap.add_argument('--plot', metavar='DIR', help='draw A\'s and B\'s lateness by percentile '
+                    'on one log-percentile chart per scenario into DIR (gnuplot)')
     args = ap.parse_args(argv)
     try:
         threshold = parse_threshold(args.threshold)
@@ -357,6 +361,14 @@ def main(argv=None):
         except OSError as e:
             problems.append('--json %s: %s' % (args.json, e.strerror))
             status = 2
+    if args.plot:
+        pictures, trouble = compare_plot.plot(
+            compare_plot.load_runs(a_paths, load, group_of),
+            compare_plot.load_runs(b_paths, load, group_of), args.plot)
+        for png in pictures:
+            print('compare: drew %s' % png)
+        problems += trouble
+        status = 2 if trouble else status
     for p in problems:
         print('compare: %s' % p, file=sys.stderr)
     if regressed:
