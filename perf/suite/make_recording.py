@@ -14,6 +14,8 @@ replay may have to wait for the add). An event of a type v1 does not define, and
 event.
 
   make_recording.py OUT          writes OUT; prints what it holds as JSON
+  make_recording.py OUT --extra-run-us N    the same with every run N us longer (a program
+                                 whose callbacks got slower: examples/latency_ci.sh's test)
 """
 import json
 import struct
@@ -47,7 +49,8 @@ def add_tail(name=b"", cron=b""):
 
 
 class Rec:
-    def __init__(self):
+    def __init__(self, extra_run_ns=0):
+        self.extra_run_ns = extra_run_ns  # a slower callback: every run this much longer
         self.events = []  # (sort time, seq, bytes)
         self.ops = 0
         self.runs = 0
@@ -61,6 +64,7 @@ class Rec:
         self.put(t, event(typ, thread, t, ident, **kw))
 
     def run(self, ident, due, n, length_ns, result=0):
+        length_ns += self.extra_run_ns
         start = due + 50_000
         self.runs += 1
         self.put(start + length_ns, event(RUN, 0, start, ident, result, 0, due,
@@ -160,8 +164,8 @@ def sessions(r):
         r.op(SET_PERIOD, 2, START + (10 + 2 * i) * MS, 1000 + i, a=50 + (i * 7) % 150)
 
 
-def build():
-    r = Rec()
+def build(extra_run_ns=0):
+    r = Rec(extra_run_ns)
     r.put(START + 1000, event(THREAD, 1, START + 1000, a=4001, tail=padded(b"beats")))
     r.put(START + 2000, event(THREAD, 2, START + 2000, a=4002, tail=padded(b"sessions")))
     heartbeats(r)
@@ -177,10 +181,15 @@ def build():
 
 
 def main():
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    extra_us = 0
+    if len(args) == 3 and args[1] == "--extra-run-us" and args[2].isdigit():
+        extra_us = int(args[2])
+        args = args[:1]
+    if len(args) != 1:
         sys.exit(__doc__)
-    data, r = build()
-    with open(sys.argv[1], "wb") as f:
+    data, r = build(extra_us * 1000)
+    with open(args[0], "wb") as f:
         f.write(data)
     print(json.dumps({"ops": r.ops, "runs": r.runs, "left_out": r.left_out,
                       "bytes": len(data)}))
