@@ -10,6 +10,7 @@
  *
  *   record [--out FILE] [--sessions N] [--resets N] [--buffer-kib K] [--no-drops]
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, nanosleep with -std=c11 */
 #include <tickwheel.h>
 
 #include <errno.h>
