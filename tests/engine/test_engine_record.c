@@ -115,7 +115,7 @@ static void temp_path(char *path, size_t size)
 	do {                                                                                    \
 		cr_assert_eq((ev)->type, (type_), "type %u, not %u", (ev)->type, (type_));      \
 		cr_assert_eq((ev)->thread, (thread_), "type %u: thread %u, not %u", (ev)->type, \
-			     (thread_));                                                        \
+			     (unsigned)(ev)->thread, (unsigned)(thread_));                      \
 		cr_assert_eq((ev)->id, (id_), "type %u: id %" PRIu64, (ev)->type, (ev)->id);    \
 		cr_assert_eq((ev)->result, (result_), "type %u: result %d", (ev)->type,         \
 			     (ev)->result);                                                     \
