@@ -803,7 +803,7 @@ typedef struct {
 	uint64_t lateness_count;   /* runs in lateness_us, added up (beside lateness_sum_ns) */
 	/* Bytes the engine holds now: its task table (it grows by chunks of
 	 * 1724 tasks, 256 KiB, and never shrinks before destroy), its queues and
-	 * records. Not the threads' stacks, nor what liburcu or the allocator
+	 * records, a recording's buffer. Not the threads' stacks, nor what liburcu or the allocator
 	 * keep, nor the rest of the 2 MiB regions the chunks are carved from
 	 * (held whole where transparent huge pages back them). */
 	uint64_t memory_bytes;

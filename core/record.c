@@ -338,6 +338,7 @@ void tw__record_stats(const struct tw_recorder *r, tw_engine_stats *out)
 	out->record_dropped = atomic_load_explicit(&r->dropped, memory_order_relaxed);
 	out->record_bytes = atomic_load_explicit(&r->bytes, memory_order_relaxed);
 	out->record_error = atomic_load_explicit(&r->error, memory_order_relaxed);
+	out->memory_bytes += sizeof *r + r->mask + 1; /* the recorder and its ring */
 }
 
 int tw__record_error(const struct tw_recorder *r)

@@ -397,3 +397,25 @@ Test(record, a_full_disk_stops_the_recording_with_eio)
 	tw_engine_destroy(e);
 	cr_assert_eq(atomic_load(&errors_logged), 1, "logged once");
 }
+
+Test(record, buffer_counted_in_memory_bytes)
+{
+	char path[64];
+	temp_path(path, sizeof path);
+	tw_config cfg = manual_config(1);
+	cfg.record_path = "";
+	tw_engine *plain = engine_new(&cfg);
+	cfg.record_path = path;
+	cfg.record_buffer_kib = 4096;
+	tw_engine *recording = engine_new(&cfg);
+	tw_engine_stats a = { 0 }, b = { 0 };
+	cr_assert_eq(tw_stats(plain, &a), TW_OK);
+	cr_assert_eq(tw_stats(recording, &b), TW_OK);
+	cr_assert_geq(b.memory_bytes, a.memory_bytes + 4096u * 1024u,
+		      "memory_bytes %" PRIu64 " with a 4 MiB buffer, %" PRIu64 " without",
+		      b.memory_bytes, a.memory_bytes);
+	cr_assert_lt(b.memory_bytes, a.memory_bytes + 4096u * 1024u + 131072u, "the buffer and the writer's own");
+	tw_engine_destroy(recording);
+	tw_engine_destroy(plain);
+	unlink(path);
+}
