@@ -2,6 +2,7 @@
 # perf/ab.sh - build two revisions, run them in alternation, and say whether B differs from A.
 #
 #   perf/ab.sh REV_A REV_B [-n 5] [-j 1] [-o DIR] [SCENARIO ...] [-- COMPARE_OPTIONS]
+#   perf/ab.sh --tw-perf-a PATH --tw-perf-b PATH [-n 5] [-o DIR] [SCENARIO ...] [-- ...]
 #
 # Each revision is checked out into a temporary git worktree and built there (meson, release,
 # tw-perf and what it links only, no peers). Then, n times over, every SCENARIO runs once from
@@ -14,11 +15,15 @@
 #   perf/ab.sh main HEAD -n 6 'heartbeats --quick' 'blocker --quick' -- --threshold 10%
 # Default: 'heartbeats --quick' (3 s, and the floor measured beside it: about 8 s a run).
 # DIR (default: a new directory under ${TMPDIR:-/tmp}) is kept; the worktrees and builds are
-# removed on exit, also on failure or ^C. See perf/COMPARE.md.
+# removed on exit, also on failure or ^C. With --tw-perf-a and --tw-perf-b (two tw-perf
+# programs already built, both needed) nothing is built and no revision is named: every
+# word is a scenario, so that a session can be repeated on the same two builds.
+# DIR/session.txt says what ran, when, and the machine's load before and after.
+# See perf/COMPARE.md.
 set -euo pipefail
 
 usage() {
-	sed -n '2,18s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,23s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 }
 die() {
@@ -28,19 +33,35 @@ die() {
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(git -C "$here" rev-parse --show-toplevel 2>/dev/null) || die "$here: not in a git checkout"
-runs=5 jobs=1 out='' revs=() scenarios=() compare_opts=()
+runs=5 jobs=1 out='' revs=() scenarios=() compare_opts=() tw_a='' tw_b='' words=()
 while (($#)); do
 	case $1 in
+	--tw-perf-a) tw_a=${2:?--tw-perf-a needs a path}; shift 2 ;;
+	--tw-perf-b) tw_b=${2:?--tw-perf-b needs a path}; shift 2 ;;
 	-n) runs=${2:?-n needs a number}; shift 2 ;;
 	-j) jobs=${2:?-j needs a number}; shift 2 ;;
 	-o) out=${2:?-o needs a directory}; shift 2 ;;
 	-h | --help) usage ;;
 	--) shift; compare_opts=("$@"); break ;;
 	-*) die "unknown option $1 (perf/ab.sh --help)" ;;
-	*) if ((${#revs[@]} < 2)); then revs+=("$1"); else scenarios+=("$1"); fi; shift ;;
+	*) words+=("$1"); shift ;;
 	esac
 done
-((${#revs[@]} == 2)) || usage
+prebuilt=false
+if [[ -n $tw_a || -n $tw_b ]]; then
+	[[ -n $tw_a && -n $tw_b ]] || die "--tw-perf-a and --tw-perf-b go together"
+	for tw in "$tw_a" "$tw_b"; do
+		[[ -f $tw && -x $tw ]] || die "$tw: not an executable file"
+	done
+	# an absolute path: the runs' own directory is not the caller's
+	tw_a=$(realpath "$tw_a") tw_b=$(realpath "$tw_b")
+	prebuilt=true
+	scenarios=(${words[@]+"${words[@]}"})
+else
+	((${#words[@]} >= 2)) || usage
+	revs=("${words[@]:0:2}")
+	scenarios=("${words[@]:2}")
+fi
 [[ $runs =~ ^[1-9][0-9]*$ ]] || die "-n $runs: expected a whole number above 0"
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || die "-j $jobs: expected a whole number above 0"
 ((${#scenarios[@]})) || scenarios=('heartbeats --quick')
@@ -49,7 +70,7 @@ if ((runs < 4)); then
 fi
 
 commits=()
-for rev in "${revs[@]}"; do
+for rev in ${revs[@]+"${revs[@]}"}; do
 	commits+=("$(git -C "$repo" rev-parse --verify --quiet "$rev^{commit}")") ||
 		die "$rev: not a revision of $repo"
 done
@@ -107,17 +128,30 @@ build() {
 	EOF
 }
 
-tw_a=$(build a "${commits[0]}")
-if [[ ${commits[0]} == "${commits[1]}" ]]; then
-	# one revision against itself (how the comparison's false alarms are measured): the
-	# build would be the same, the machine's time is not spent twice
-	echo "ab.sh: A and B are one commit: one build for both" >&2
-	tw_b=$tw_a
+if $prebuilt; then
+	label_a=$tw_a label_b=$tw_b
+	echo "ab.sh: A = $tw_a, B = $tw_b (built already), $runs rounds of: ${scenarios[*]}" >&2
 else
-	tw_b=$(build b "${commits[1]}")
+	tw_a=$(build a "${commits[0]}")
+	if [[ ${commits[0]} == "${commits[1]}" ]]; then
+		# one revision against itself (how the comparison's false alarms are measured): the
+		# build would be the same, the machine's time is not spent twice
+		echo "ab.sh: A and B are one commit: one build for both" >&2
+		tw_b=$tw_a
+	else
+		tw_b=$(build b "${commits[1]}")
+	fi
+	echo "ab.sh: A = ${revs[0]} (${commits[0]:0:12}), B = ${revs[1]} (${commits[1]:0:12})," \
+		"$runs rounds of: ${scenarios[*]}" >&2
+	label_a="${revs[0]} (${commits[0]})" label_b="${revs[1]} (${commits[1]})"
 fi
-echo "ab.sh: A = ${revs[0]} (${commits[0]:0:12}), B = ${revs[1]} (${commits[1]:0:12})," \
-	"$runs rounds of: ${scenarios[*]}" >&2
+{
+	echo "a: $label_a"
+	echo "b: $label_b"
+	echo "rounds: $runs"
+	printf 'scenario: %s\n' "${scenarios[@]}"
+	echo "start: $(date -u +%FT%TZ) load: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+} >"$out/session.txt"
 
 # tw-perf exits 1 when a target is missed: that is a figure, not a failure.
 run_one() {
@@ -139,6 +173,7 @@ for ((i = 1; i <= runs; i++)); do
 	done
 done
 
+echo "end: $(date -u +%FT%TZ) load: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" >>"$out/session.txt"
 echo "ab.sh: runs kept in $out" >&2
 rc=0
 python3 "$here/compare.py" "$out/a" "$out/b" --json "$out/verdict.json" \

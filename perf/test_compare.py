@@ -227,10 +227,58 @@ class AbScript(unittest.TestCase):
         for args, said in ((['no-such-revision', 'HEAD'], 'not a revision'),
                            (['HEAD', 'HEAD', '-n', 'x'], '-n x'),
                            (['HEAD', 'HEAD', '--bogus'], 'unknown option'),
-                           (['HEAD'], 'REV_A REV_B')):
+                           (['HEAD'], 'REV_A REV_B'),
+                           (['--tw-perf-a', sys.executable], 'go together'),
+                           (['--tw-perf-b', sys.executable], 'go together'),
+                           (['--tw-perf-a', '/no/such/tw-perf', '--tw-perf-b', sys.executable],
+                            '/no/such/tw-perf: not an executable'),
+                           (['--tw-perf-a', sys.executable, '--tw-perf-b', COMPARE + '.json'],
+                            'not an executable'),
+                           (['--tw-perf-a', sys.executable, '--tw-perf-b', sys.executable,
+                             '-n', '0'], '-n 0')):
             proc = self.ab(*args)
             self.assertEqual(proc.returncode, 2, proc.stderr)
             self.assertIn(said, proc.stderr)
+        self.assertEqual(self.worktrees(), before)
+
+    def fake_tw_perf(self, directory, seed, cpu_scale):
+        """A stand-in for a built tw-perf: writes a synthetic heartbeats run where --json
+        says, seeded by the side and the number of files already there (the order is ab.sh's,
+        so every outcome repeats)."""
+        path = os.path.join(directory, 'tw-perf-%d' % seed)
+        with open(path, 'w') as f:
+            f.write('#!%s\n' % sys.executable + '\n'.join((
+                'import json, os, random, sys',
+                'sys.dont_write_bytecode = True',
+                'sys.path.insert(0, %r)' % HERE,
+                'import test_compare',
+                'out = sys.argv[sys.argv.index("--json") + 1]',
+                'rng = random.Random(%d * 1000 + len(os.listdir(os.path.dirname(out))))' % seed,
+                'run = test_compare.heartbeats_run(rng, cpu_scale=%r, path=out,' % cpu_scale,
+                '                                  scenario=sys.argv[1])',
+                'with open(out, "w") as f:',
+                '    json.dump(run, f)', '')))
+        os.chmod(path, 0o755)
+        return path
+
+    def test_prebuilt_programs(self):
+        """--tw-perf-a/-b: no build, no worktree; B's CPU per run doubled is a regression,
+        and DIR/session.txt names both programs."""
+        before = self.worktrees()
+        with tempfile.TemporaryDirectory() as tmp:
+            a = self.fake_tw_perf(tmp, 1, 1.0)
+            b = self.fake_tw_perf(tmp, 2, 2.0)
+            out = os.path.join(tmp, 'runs')
+            proc = self.ab('--tw-perf-a', a, '--tw-perf-b', b, '-n', '4', '-o', out,
+                           'heartbeats --quick')
+            self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+            self.assertIn('cpu_per_run', proc.stdout.strip().splitlines()[-1])
+            self.assertEqual(len(os.listdir(os.path.join(out, 'a'))), 8)  # 4 JSON, 4 tables
+            with open(os.path.join(out, 'session.txt')) as f:
+                session = f.read()
+            self.assertIn('a: ' + a, session)
+            self.assertIn('b: ' + b, session)
+            self.assertIn('end: ', session)
         self.assertEqual(self.worktrees(), before)
 
 
