@@ -60,7 +60,7 @@ build_three() {
 	for side in a a2 b; do
 		src=$dir/src-${side:0:1}
 		{ meson setup "$dir/build-$side" "$src" "${opts[@]}" &&
-			ninja -C "$dir/build-$side" perf/suite/tw-perf; } >"$dir/build-$side.log" 2>&1 ||
+			ninja -C "$dir/build-$side" -j 2 perf/suite/tw-perf; } >"$dir/build-$side.log" 2>&1 ||
 			die "building $side failed: $dir/build-$side.log"
 	done
 	echo "$dir/build-a/perf/suite/tw-perf $dir/build-b/perf/suite/tw-perf" \
