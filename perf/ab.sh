@@ -173,7 +173,8 @@ for ((i = 1; i <= runs; i++)); do
 	done
 done
 
-echo "end: $(date -u +%FT%TZ) load: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" >>"$out/session.txt"
+echo "end: $(date -u +%FT%TZ) load: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" \
+	>>"$out/session.txt"
 echo "ab.sh: runs kept in $out" >&2
 rc=0
 python3 "$here/compare.py" "$out/a" "$out/b" --json "$out/verdict.json" \

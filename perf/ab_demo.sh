@@ -109,7 +109,8 @@ python3 - "$out" "$sessions" <<-'EOF' | tee "$out/summary.txt"
 	import json, os, sys
 	out, sessions = sys.argv[1], int(sys.argv[2])
 	counts = {'regression': 0, 'same': 0}
-	print('%-12s %3s  %-4s  %s' % ('session', 'rc', 'says', 'gated figures: B/A (Hodges-Lehmann) [interval] verdict'))
+	print('%-12s %3s  %-4s  %s' % ('session', 'rc', 'says',
+	                               'gated figures: B/A (Hodges-Lehmann) [interval] verdict'))
 	for i in range(1, sessions + 1):
 	    for kind in ('regression', 'same'):
 	        d = os.path.join(out, '%s-%d' % (kind, i))

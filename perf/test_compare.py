@@ -281,6 +281,26 @@ class AbScript(unittest.TestCase):
             self.assertIn('end: ', session)
         self.assertEqual(self.worktrees(), before)
 
+    def test_demo_script(self):
+        """ab_demo.sh: its refusals, and one session of each kind on stand-in programs."""
+        demo = os.path.join(HERE, 'ab_demo.sh')
+        for args, said in ((['a', 'b'], 'TW_PERF_A'), (['-s', 'x', 'a', 'b', 'c'], '-s x'),
+                           (['--build', 'no-such-revision', '/nonexistent/x'],
+                            'not a revision')):
+            proc = subprocess.run(['bash', demo] + args, capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL)
+            self.assertEqual(proc.returncode, 2, proc.stderr)
+            self.assertIn(said, proc.stderr)
+        with tempfile.TemporaryDirectory() as tmp:
+            progs = [self.fake_tw_perf(tmp, 1, 1.0), self.fake_tw_perf(tmp, 2, 2.0),
+                     self.fake_tw_perf(tmp, 3, 1.0)]
+            out = os.path.join(tmp, 'demo')
+            proc = subprocess.run(['bash', demo, '-s', '1', '-n', '4', '-o', out] + progs,
+                                  capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            self.assertIn('regressed in 1 of 1; A vs A2: no difference in 1 of 1', proc.stdout)
+            self.assertTrue(os.path.exists(os.path.join(out, 'same-1', 'verdict.json')))
+
 
 class RankStatistics(unittest.TestCase):
     def test_u_counts_against_enumeration(self):
