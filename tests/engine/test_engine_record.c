@@ -414,7 +414,8 @@ Test(record, buffer_counted_in_memory_bytes)
 	cr_assert_geq(b.memory_bytes, a.memory_bytes + 4096u * 1024u,
 		      "memory_bytes %" PRIu64 " with a 4 MiB buffer, %" PRIu64 " without",
 		      b.memory_bytes, a.memory_bytes);
-	cr_assert_lt(b.memory_bytes, a.memory_bytes + 4096u * 1024u + 131072u, "the buffer and the writer's own");
+	cr_assert_lt(b.memory_bytes, a.memory_bytes + 4096u * 1024u + 131072u,
+		     "the buffer and the writer's own");
 	tw_engine_destroy(recording);
 	tw_engine_destroy(plain);
 	unlink(path);
