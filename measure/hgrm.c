@@ -6,19 +6,17 @@
 #include <string.h>
 
 /* What bucket i stands for, in ms. */
-static double value_ms(struct lateness *l, unsigned i)
+static double value_ms(unsigned i)
 {
-	if (i == LATENESS_BUCKETS)
-		return (double)atomic_load_explicit(&l->max_ns, memory_order_relaxed) / 1e6;
-	return (double)i / 1e3;
+	return (double)lateness_bucket_low_us(i) / 1e3;
 }
 
 static void footer(struct lateness *l, uint64_t total, FILE *out)
 {
 	double sum = 0, squares = 0;
-	for (unsigned i = 0; i <= LATENESS_BUCKETS; i++) {
+	for (unsigned i = 0; i < LATENESS_BUCKETS; i++) {
 		double n = (double)atomic_load_explicit(&l->bucket[i], memory_order_relaxed);
-		double v = i == LATENESS_BUCKETS ? value_ms(l, i) : ((double)i + 0.5) / 1e3;
+		double v = (double)(lateness_bucket_low_us(i) + lateness_bucket_high_us(i)) / 2e3;
 		sum += n * v;
 		squares += n * v * v;
 	}
@@ -29,7 +27,8 @@ static void footer(struct lateness *l, uint64_t total, FILE *out)
 	fprintf(out, "#[Max     = %12.3f, Total count    = %12llu]\n",
 		(double)atomic_load_explicit(&l->max_ns, memory_order_relaxed) / 1e6,
 		(unsigned long long)total);
-	fprintf(out, "#[Buckets = %12d, SubBuckets     = %12d]\n", LATENESS_BUCKETS + 1, 1);
+	fprintf(out, "#[Buckets = %12d, SubBuckets     = %12d]\n", LATENESS_TOP_BIT - 10,
+		LATENESS_LINEAR_US);
 }
 
 /* Walks the percentile levels as HdrHistogram's outputPercentileDistribution does. */
@@ -48,7 +47,7 @@ static bool next_level(struct levels *it, unsigned *bucket, double *level, uint6
 		return false;
 	/* the first bucket whose count reaches the level (at least one value) */
 	double need = fmax(1, ceil(it->level / 100 * (double)it->total));
-	while (it->bucket < LATENESS_BUCKETS &&
+	while (it->bucket < LATENESS_BUCKETS - 1 &&
 	       (double)(it->seen +
 			atomic_load_explicit(&l->bucket[it->bucket], memory_order_relaxed)) < need)
 		it->seen += atomic_load_explicit(&l->bucket[it->bucket++], memory_order_relaxed);
@@ -71,7 +70,7 @@ void hgrm_print(struct lateness *l, FILE *out)
 	double level;
 	uint64_t upto;
 	while (next_level(&it, &i, &level, &upto))
-		fprintf(out, "%12.3f %2.12f %10llu %14.2f\n", value_ms(l, i), level / 100,
+		fprintf(out, "%12.3f %2.12f %10llu %14.2f\n", value_ms(i), level / 100,
 			(unsigned long long)upto, 1 / (1 - level / 100));
 	if (it.total)
 		fprintf(out, "%12.3f %2.12f %10llu\n",
@@ -89,7 +88,7 @@ size_t hgrm_points(struct lateness *l, double *x, double *y_us, size_t max_point
 	size_t n = 0;
 	while (n < max_points && next_level(&it, &i, &level, &upto)) {
 		x[n] = 1 / (1 - level / 100);
-		y_us[n++] = value_ms(l, i) * 1e3;
+		y_us[n++] = value_ms(i) * 1e3;
 	}
 	if (it.total && n < max_points) { /* the largest: one run in total */
 		x[n] = fmax((double)it.total, n ? x[n - 1] : 1);

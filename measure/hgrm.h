@@ -7,8 +7,9 @@
  * levels closing in on 100 % five to each halving of what is left, as
  * HdrHistogram's outputPercentileDistribution writes them, then "#[...]"
  * footers with the mean, the deviation, the largest value and the count.
- * Values in milliseconds, the microsecond below (the 1 us buckets' lower
- * edges, as lateness_percentile_us); beyond the buckets, the largest.
+ * Values in milliseconds, each its bucket's lower edge (as
+ * lateness_percentile_us: exact to the microsecond below 2 ms, to 0.1 %
+ * above); the 100 % line is the largest value itself.
  */
 #ifndef TICKWHEEL_MEASURE_HGRM_H
 #define TICKWHEEL_MEASURE_HGRM_H

@@ -30,6 +30,36 @@ double process_cpu_seconds(void)
 	       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
 }
 
+unsigned lateness_bucket_of(uint64_t us)
+{
+	if (us < LATENESS_LINEAR_US)
+		return (unsigned)us;
+	unsigned top = 63u - (unsigned)__builtin_clzll(us); /* 11 or more */
+	if (top >= LATENESS_TOP_BIT)
+		return LATENESS_BUCKETS - 1;
+	unsigned shift = top - 10; /* keeps the 11 bits below and at the top one */
+	return LATENESS_LINEAR_US + (top - 11) * LATENESS_SUB_BUCKETS + (unsigned)(us >> shift) -
+	       LATENESS_SUB_BUCKETS;
+}
+
+static uint64_t bucket_edge_us(unsigned i, unsigned above)
+{
+	if (i < LATENESS_LINEAR_US)
+		return i + above;
+	unsigned j = i - LATENESS_LINEAR_US, top = 11 + j / LATENESS_SUB_BUCKETS;
+	return (uint64_t)(LATENESS_SUB_BUCKETS + j % LATENESS_SUB_BUCKETS + above) << (top - 10);
+}
+
+uint64_t lateness_bucket_low_us(unsigned i)
+{
+	return bucket_edge_us(i, 0);
+}
+
+uint64_t lateness_bucket_high_us(unsigned i)
+{
+	return bucket_edge_us(i, 1);
+}
+
 void lateness_note(struct lateness *l, uint64_t start_ns, uint64_t due_ns)
 {
 	if (start_ns < due_ns) {
@@ -37,8 +67,7 @@ void lateness_note(struct lateness *l, uint64_t start_ns, uint64_t due_ns)
 		return;
 	}
 	uint64_t late = start_ns - due_ns, us = late / 1000;
-	atomic_fetch_add_explicit(&l->bucket[us < LATENESS_BUCKETS ? us : LATENESS_BUCKETS], 1,
-				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&l->bucket[lateness_bucket_of(us)], 1, memory_order_relaxed);
 	uint64_t max = atomic_load_explicit(&l->max_ns, memory_order_relaxed);
 	while (late > max && !atomic_compare_exchange_weak(&l->max_ns, &max, late))
 		;
@@ -47,7 +76,7 @@ void lateness_note(struct lateness *l, uint64_t start_ns, uint64_t due_ns)
 uint64_t lateness_runs(struct lateness *l)
 {
 	uint64_t total = 0;
-	for (unsigned i = 0; i <= LATENESS_BUCKETS; i++)
+	for (unsigned i = 0; i < LATENESS_BUCKETS; i++)
 		total += atomic_load_explicit(&l->bucket[i], memory_order_relaxed);
 	return total;
 }
@@ -55,12 +84,12 @@ uint64_t lateness_runs(struct lateness *l)
 uint64_t lateness_percentile_us(struct lateness *l, double p)
 {
 	uint64_t total = lateness_runs(l), seen = 0;
-	for (unsigned i = 0; i <= LATENESS_BUCKETS; i++) {
+	for (unsigned i = 0; i < LATENESS_BUCKETS; i++) {
 		seen += atomic_load_explicit(&l->bucket[i], memory_order_relaxed);
 		if (total && (double)seen >= p * (double)total)
-			return i;
+			return lateness_bucket_low_us(i);
 	}
-	return LATENESS_BUCKETS;
+	return 0;
 }
 
 static void deviations_note(struct deviations *d, double deviation_ns)

@@ -16,12 +16,27 @@
 
 #define NS_PER_MS UINT64_C(1000000)
 
-enum { LATENESS_BUCKETS = 20000 }; /* 1 us each: 20 ms, then one overflow bucket */
+/* Lateness buckets as HdrHistogram lays them out for three significant
+ * digits: 1 us wide below 2 048 us, then 1 024 to each doubling (0.1 % of the
+ * value), up to 2^36 us (19 h); anything later counts in the last. A
+ * regression from 30 ms to 300 ms must read as ten times, not as "past the
+ * end", and this stays the size of a plain 20 ms range of 1 us buckets. */
+enum {
+	LATENESS_LINEAR_US = 2048,
+	LATENESS_SUB_BUCKETS = LATENESS_LINEAR_US / 2,
+	LATENESS_TOP_BIT = 36,
+	LATENESS_BUCKETS = LATENESS_LINEAR_US + (LATENESS_TOP_BIT - 11) * LATENESS_SUB_BUCKETS,
+};
 
 struct lateness {
-	_Atomic uint64_t bucket[LATENESS_BUCKETS + 1];
+	_Atomic uint64_t bucket[LATENESS_BUCKETS];
 	_Atomic uint64_t early, max_ns;
 };
+
+/* The bucket of a lateness in us, and the values bucket i holds: [low, high). */
+unsigned lateness_bucket_of(uint64_t us);
+uint64_t lateness_bucket_low_us(unsigned i);
+uint64_t lateness_bucket_high_us(unsigned i);
 
 /* Deviations of intervals from their period: 10 us bins from -5 ms to +5 ms,
  * wide enough for a 1 ms wheel, fine enough to show its steps. */
@@ -58,6 +73,7 @@ uint64_t monotonic_now_ns(void);
 void monotonic_sleep_until(uint64_t ns);
 double process_cpu_seconds(void);
 void lateness_note(struct lateness *l, uint64_t start_ns, uint64_t due_ns);
+/* The smallest bucket's lower edge with at least p of the runs at or below it. */
 uint64_t lateness_percentile_us(struct lateness *l, double p);
 uint64_t lateness_runs(struct lateness *l);
 /* A run of the task started at start_ns; skipped firings break the interval. */

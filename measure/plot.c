@@ -186,11 +186,11 @@ int plot_png(const char *path, const struct plot *p, const struct plot_series *s
 size_t lateness_cdf(struct lateness *l, double *x_us, double *y, size_t max_points)
 {
 	/* A snapshot, so the fractions end at exactly 1 even while runs go on. */
-	uint64_t *b = malloc((LATENESS_BUCKETS + 1) * sizeof *b), total = 0, seen = 0;
+	uint64_t *b = malloc(LATENESS_BUCKETS * sizeof *b), total = 0, seen = 0;
 	size_t used = 0, written = 0;
 	if (!b)
 		return 0;
-	for (size_t i = 0; i <= LATENESS_BUCKETS; i++) {
+	for (size_t i = 0; i < LATENESS_BUCKETS; i++) {
 		b[i] = atomic_load_explicit(&l->bucket[i], memory_order_relaxed);
 		total += b[i];
 		used += b[i] != 0;
@@ -200,16 +200,18 @@ size_t lateness_cdf(struct lateness *l, double *x_us, double *y, size_t max_poin
 		return 0;
 	}
 	size_t step = (used + max_points - 1) / max_points, nth = 0;
-	for (size_t i = 0; i <= LATENESS_BUCKETS; i++) {
+	double max_us = (double)atomic_load_explicit(&l->max_ns, memory_order_relaxed) / 1e3;
+	for (size_t i = 0; i < LATENESS_BUCKETS; i++) {
 		if (!b[i])
 			continue;
 		seen += b[i];
 		if (++nth % step && nth != used)
 			continue;
-		/* Bucket i holds [i, i+1) us; the overflow bucket ends at the max. */
-		double max_us =
-			(double)atomic_load_explicit(&l->max_ns, memory_order_relaxed) / 1e3;
-		x_us[written] = i < LATENESS_BUCKETS ? (double)i + 1 : fmax(max_us, (double)i);
+		/* Each point at its bucket's upper edge; the last bucket ends at the max. */
+		double high_us = (double)lateness_bucket_high_us((unsigned)i);
+		if (i == LATENESS_BUCKETS - 1)
+			high_us = fmax(high_us, max_us);
+		x_us[written] = high_us;
 		y[written++] = (double)seen / (double)total;
 	}
 	free(b);

@@ -249,19 +249,47 @@ Test(plot, lateness_cdf_steps_and_thinning)
 	for (int i = 0; i < 10; i++)
 		lateness_note(&late, 1000000 + (uint64_t)i * 1000 + 500, 1000000);
 	lateness_note(&late, 1000000 + 9000, 1000000);
-	lateness_note(&late, 50000000, 1000000); /* 49 ms: the overflow bucket */
+	lateness_note(&late, 50000000, 1000000); /* 49 ms: a bucket 32 us wide */
 	cr_assert_eq(lateness_cdf(&late, x, y, 16), 11);
 	cr_assert_float_eq(x[0], 1, 1e-9, "bucket 0 ends at 1 us");
 	cr_assert_float_eq(y[0], 1.0 / 12, 1e-9);
 	cr_assert_float_eq(x[9], 10, 1e-9);
 	cr_assert_float_eq(y[9], 11.0 / 12, 1e-9);
-	cr_assert_float_eq(x[10], 49000, 1e-9, "the overflow bucket ends at the max");
+	cr_assert(x[10] > 49000 && x[10] <= 49000 * 1.001, "49 ms ends its bucket at %f", x[10]);
 	cr_assert_float_eq(y[10], 1, 1e-9);
 	size_t n = lateness_cdf(&late, x, y, 4);
 	cr_assert(n <= 4 && n >= 3, "%zu points", n);
 	cr_assert_float_eq(y[n - 1], 1, 1e-9, "thinning keeps the last point");
 	for (size_t i = 1; i < n; i++)
 		cr_assert(x[i] > x[i - 1] && y[i] > y[i - 1]);
+}
+
+/* Every lateness lands in a bucket that holds it, 1 us wide below 2 ms and at most 0.1 % of
+ * the value wide above; buckets follow one another without gaps, to 19 h. */
+Test(plot, lateness_buckets_hold_their_values)
+{
+	uint64_t last_high = 0;
+	for (unsigned i = 0; i < LATENESS_BUCKETS; i++) {
+		uint64_t low = lateness_bucket_low_us(i), high = lateness_bucket_high_us(i);
+		cr_assert_eq(low, last_high, "bucket %u starts where %u ended", i, i - 1);
+		cr_assert_eq(lateness_bucket_of(low), i);
+		cr_assert_eq(lateness_bucket_of(high - 1), i);
+		cr_assert(high - low == 1 || (double)(high - low) <= (double)low / 1000,
+			  "bucket %u: [%llu, %llu)", i, (unsigned long long)low,
+			  (unsigned long long)high);
+		last_high = high;
+	}
+	cr_expect_geq(last_high, UINT64_C(1) << 36, "up to 2^36 us");
+	cr_expect_eq(lateness_bucket_of(UINT64_MAX / 1000), LATENESS_BUCKETS - 1,
+		     "later: the last");
+
+	static struct lateness l;
+	for (int i = 0; i < 99; i++)
+		lateness_note(&l, 1000000 + 30 * NS_PER_MS, 1000000);
+	lateness_note(&l, 1000000 + 300 * NS_PER_MS, 1000000);
+	uint64_t p50 = lateness_percentile_us(&l, 0.5), p100 = lateness_percentile_us(&l, 1);
+	cr_expect(p50 <= 30000 && p50 > 30000 * 0.999, "p50 %llu", (unsigned long long)p50);
+	cr_expect(p100 <= 300000 && p100 > 300000 * 0.999, "max %llu", (unsigned long long)p100);
 }
 
 Test(plot, interval_deviations_histogram)
@@ -364,7 +392,7 @@ Test(report, hgrm_percentile_distribution)
 	static struct lateness l;
 	for (uint64_t i = 0; i < 1000; i++)
 		lateness_note(&l, 1000000 + i * 1000, 1000000); /* 0 .. 999 us */
-	lateness_note(&l, 1000000 + 30 * NS_PER_MS, 1000000);   /* beyond the buckets */
+	lateness_note(&l, 1000000 + 30 * NS_PER_MS, 1000000);   /* in a bucket 16 us wide */
 	FILE *f = fopen(json_path, "w");
 	cr_assert(f);
 	hgrm_print(&l, f);

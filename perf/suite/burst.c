@@ -94,8 +94,9 @@ static struct burst *burst_new(const struct shape *s)
 	return b;
 }
 
-static void report_burst(struct report *r, struct outcome *o, struct burst *b,
-			 const struct loop_skips *skips, double cpu, double arm_s)
+/* 0, or 2 when the --hgrm file (hgrm, NULL for none) cannot be written. */
+static int report_burst(struct report *r, struct outcome *o, struct burst *b,
+			const struct loop_skips *skips, double cpu, double arm_s, const char *hgrm)
 {
 	size_t runs = 0;
 	uint64_t latest_due = 0, last_start = 0;
@@ -113,6 +114,7 @@ static void report_burst(struct report *r, struct outcome *o, struct burst *b,
 	double after = runs ? ((double)last_start - (double)latest_due) / 1e6 : 0;
 	report_add(r, o->impl, "last_run_after_last_due", after, "ms", BETTER_LOWER);
 	lateness_report(r, o->impl, b->late, runs);
+	int rc = hgrm ? lateness_hgrm_of(hgrm, o->impl, b->late, runs) : 0;
 	report_add(r, o->impl, "adds", (double)b->count, "one-shots", BETTER_NEITHER);
 	report_add(r, o->impl, "runs", (double)runs, "runs", BETTER_HIGHER);
 	report_add(r, o->impl, "oneshots_never_run", (double)(b->count - runs), "one-shots",
@@ -131,6 +133,7 @@ static void report_burst(struct report *r, struct outcome *o, struct burst *b,
 			    b->count - runs, b->count, (unsigned long long)loop_skips_total(skips));
 	if (b->timers > b->count && !b->start_ns[b->count])
 		report_note(r, "%s: the busy timer never ran", o->impl);
+	return rc;
 }
 
 /* Every timer ran, or some were skipped and the rest ran: a one-shot whose
@@ -197,9 +200,9 @@ static int run_one(const struct loop_impl *impl, const struct suite_options *opt
 	if (armed > first)
 		report_note(r, "%s: arming ended %.1f ms after the first due", impl->name,
 			    (double)(armed - first) / 1e6);
-	report_burst(r, o, b, &skips, cpu, (double)(armed - t0) / 1e9);
+	int rc = report_burst(r, o, b, &skips, cpu, (double)(armed - t0) / 1e9, opt->hgrm);
 	burst_free(b);
-	return 0;
+	return rc;
 }
 
 /* Every loop wanted, with the same dues; the lateness CDF into the picture. */

@@ -158,7 +158,7 @@ int heartbeats_run(const struct loop_impl *impl, const struct params *p, struct 
 	if (armed > start)
 		report_note(r, "%s: arming ended %.1f ms after the first due", impl->name,
 			    (double)(armed - start) / 1e6);
-	heartbeats_report_run(r, o, b, cpu);
+	int rc = heartbeats_report_run(r, o, b, cpu, p->opt->hgrm);
 	report_add(r, impl->name, "wakeups_per_second", wall > 0 ? (double)wakeups / wall : 0,
 		   "1/s", BETTER_LOWER);
 	/* Every time a thread of the process was put on a CPU: a loop's wake-ups, and for
@@ -191,7 +191,7 @@ int heartbeats_run(const struct loop_impl *impl, const struct params *p, struct 
 		report_note(r, "%s: %llu runs beyond the room planned (a bug here)", impl->name,
 			    (unsigned long long)atomic_load(&b->overflow));
 	beats_free(b);
-	return 0;
+	return rc;
 }
 
 struct params heartbeats_params(const struct suite_options *opt, size_t quick_tasks,

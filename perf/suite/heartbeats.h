@@ -100,8 +100,11 @@ struct params heartbeats_params(const struct suite_options *opt, size_t quick_ta
 int heartbeats_run(const struct loop_impl *impl, const struct params *p, struct report *r,
 		   struct outcome *o, const struct beats_extra *extra);
 /* The figures of one loop's run (o->impl set), cpu seconds over its timed
- * window; afterwards the beats' slots hold scratch. */
-void heartbeats_report_run(struct report *r, struct outcome *o, struct beats *b, double cpu);
+ * window, and its lateness to the --hgrm file (hgrm, NULL for none, see
+ * lateness_hgrm_of); afterwards the beats' slots hold scratch. 0, or 2 when
+ * that file cannot be written. */
+int heartbeats_report_run(struct report *r, struct outcome *o, struct beats *b, double cpu,
+			  const char *hgrm);
 /* The series every loop shares the axes of, then the pictures if asked. */
 void heartbeats_pictures(const struct suite_options *opt, struct report *r, struct outcome *o,
 			 size_t n);

@@ -69,7 +69,8 @@ static void report_intervals(struct report *r, struct outcome *o, struct beats *
 }
 
 /* Sorts the samples into scratch: the beats' slots, no longer needed. */
-static void report_runs(struct report *r, struct outcome *o, struct beats *b, double cpu)
+static int report_runs(struct report *r, struct outcome *o, struct beats *b, double cpu,
+		       const char *hgrm)
 {
 	size_t runs = 0, early = 0;
 	uint64_t skipped = 0;
@@ -82,6 +83,7 @@ static void report_runs(struct report *r, struct outcome *o, struct beats *b, do
 	while (early < runs && b->late[early] < 0)
 		early++;
 	lateness_report(r, o->impl, b->late, runs);
+	int rc = hgrm ? lateness_hgrm_of(hgrm, o->impl, b->late, runs) : 0;
 	o->p99_us = lateness_quantile_us(b->late, runs, 0.99);
 	o->cdf_n = lateness_cdf_of(b->late, runs, o->cdf_x, o->cdf_y, CDF_POINTS);
 	o->cpu_per_run_us = runs ? cpu * 1e6 / (double)runs : 0;
@@ -91,6 +93,7 @@ static void report_runs(struct report *r, struct outcome *o, struct beats *b, do
 	report_add(r, o->impl, "runs_before_due", (double)early, "runs", BETTER_LOWER);
 	report_add(r, o->impl, "skipped", (double)skipped, "firings", BETTER_LOWER);
 	report_add(r, o->impl, "cpu_per_run", o->cpu_per_run_us, "us", BETTER_LOWER);
+	return rc;
 }
 
 /* The drift of each timer's last run, read before report_runs reuses the slots. */
@@ -109,11 +112,12 @@ static void report_drift(struct report *r, const char *impl, struct beats *b)
 	free(last);
 }
 
-void heartbeats_report_run(struct report *r, struct outcome *o, struct beats *b, double cpu)
+int heartbeats_report_run(struct report *r, struct outcome *o, struct beats *b, double cpu,
+			  const char *hgrm)
 {
 	report_drift(r, o->impl, b);
 	report_intervals(r, o, b);
-	report_runs(r, o, b, cpu);
+	return report_runs(r, o, b, cpu, hgrm);
 }
 
 /* The interval histogram as series (bin centres in us, trimmed to the bins

@@ -1,8 +1,12 @@
 /* loop_measure.c - see loop_measure.h. */
 #include "loop_measure.h"
 
+#include "hgrm.h"
+
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 size_t loops_wanted(const struct suite_options *opt, const struct loop_impl **out)
 {
@@ -41,6 +45,28 @@ void lateness_report(struct report *r, const char *impl, const int64_t *sorted, 
 	for (size_t i = 0; i < sizeof q / sizeof q[0]; i++)
 		report_add(r, impl, q[i].name, lateness_quantile_us(sorted, n, q[i].p), "us",
 			   BETTER_LOWER);
+}
+
+int lateness_hgrm_of(const char *path, const char *impl, const int64_t *sorted, size_t n)
+{
+	char peer_path[4096];
+	if (strcmp(impl, suite_loops[0]->name)) {
+		size_t len = strlen(path);
+		size_t stem = len > 5 && !strcmp(path + len - 5, ".hgrm") ? len - 5 : len;
+		snprintf(peer_path, sizeof peer_path, "%.*s-%s.hgrm", (int)stem, path, impl);
+		path = peer_path;
+	}
+	struct lateness *l = calloc(1, sizeof *l);
+	if (!l) {
+		fprintf(stderr, "tw-perf: out of memory for %s\n", path);
+		return 2;
+	}
+	/* an early run counts as 0, as in lateness_quantile_us: the figures and the file agree */
+	for (size_t i = 0; i < n; i++)
+		lateness_note(l, sorted[i] > 0 ? (uint64_t)sorted[i] : 0, 0);
+	int rc = hgrm_write(l, path) ? 2 : 0;
+	free(l);
+	return rc;
 }
 
 /* Half the points spread evenly up to the 99th percentile, half at ever

@@ -3,9 +3,9 @@
  * which loops to run and exact
  * lateness percentiles from recorded samples.
  *
- * Samples rather than the 1 us histogram of measure.h: a peer that drifts or
- * falls behind is late by far more than its 20 ms range, and a percentile
- * clamped there would flatter it.
+ * Samples rather than the histogram of measure.h: the peers are compared on
+ * exact values, not on buckets 0.1 % wide; the histogram is made of them only
+ * for HdrHistogram's text (--hgrm).
  */
 #ifndef TICKWHEEL_PERF_LOOP_MEASURE_H
 #define TICKWHEEL_PERF_LOOP_MEASURE_H
@@ -30,6 +30,9 @@ void lateness_sort(int64_t *ns, size_t n);
 double lateness_quantile_us(const int64_t *sorted, size_t n, double p);
 /* lateness_p50 .. lateness_max of sorted samples as figures of impl. */
 void lateness_report(struct report *r, const char *impl, const int64_t *sorted, size_t n);
+/* The samples in HdrHistogram's percentile text (hgrm.h): tickwheel's to path, a peer's
+ * beside it with "-NAME" before ".hgrm". 0, or 2 after saying why on stderr. */
+int lateness_hgrm_of(const char *path, const char *impl, const int64_t *sorted, size_t n);
 /* A CDF of sorted samples: x = lateness in us, y = fraction of runs at or
  * below it, at most max_points points. Returns the points written. */
 size_t lateness_cdf_of(const int64_t *sorted, size_t n, double *x_us, double *y, size_t max_points);

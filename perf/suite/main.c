@@ -7,7 +7,8 @@
  *   tw-perf SCENARIO [--tasks N] [--seconds S] [--period 100-500ms] [--sessions N] [--rate R]
  *                    [--timeout 30s] [--quiet F] [--threads N] [--executors N] [--block 2s]
  *                    [--sizes 1000,100000] [--op OP] [--impl NAME] [--peers libev,libuv | none] [--seed S] [--quick]
- *                    [--coarse-clock] [--reset-many] [--reserve] [--json FILE] [--plot DIR]
+ *                    [--coarse-clock] [--reset-many] [--reserve] [--json FILE] [--hgrm FILE]
+ *                    [--plot DIR]
  *   tw-perf -h | --help | --version
  *
  * The command line is checked before the scenario starts (measure/cli.h): a bad
@@ -117,7 +118,9 @@ static void usage(FILE *out)
 		"  --reserve           ops: the engine reserves its N tasks at create\n"
 		"                      (tw_config.reserve_tasks)\n"
 		"  --speed X           replay: X times as fast (every time / X), above 0; 1\n"
-		"  --hgrm FILE         replay: lateness in HdrHistogram's percentile text\n"
+		"  --hgrm FILE         replay, heartbeats, burst, oneshots-busy, blocker:\n"
+		"                      lateness in HdrHistogram's percentile text (a peer's\n"
+		"                      beside it: FILE-libev.hgrm)\n"
 		"  --json FILE         every figure, target, note and series, and the machine\n"
 		"  --plot DIR          the pictures, PNGs through gnuplot (made if missing)\n"
 		"  -h, --help          this text\n"

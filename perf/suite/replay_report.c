@@ -29,7 +29,7 @@ static void lateness_figures(struct report *r, const char *impl, struct lateness
 		   BETTER_LOWER);
 	report_add(r, impl, "lateness_p99", (double)lateness_percentile_us(l, 0.99), "us",
 		   BETTER_LOWER);
-	report_add(r, impl, "lateness_p999", (double)lateness_percentile_us(l, 0.999), "us",
+	report_add(r, impl, "lateness_p99_9", (double)lateness_percentile_us(l, 0.999), "us",
 		   BETTER_LOWER);
 	report_add(r, impl, "lateness_max", (double)atomic_load(&l->max_ns) / 1e3, "us",
 		   BETTER_LOWER);

@@ -42,7 +42,7 @@ struct suite_options {
 	bool reserve;         /* --reserve: ops: the engine reserves its N tasks at create */
 	const char *file;     /* replay: the recording */
 	double speed;         /* --speed X: replay: time runs X times as fast */
-	const char *hgrm;     /* --hgrm FILE: replay: lateness as HdrHistogram's text */
+	const char *hgrm;     /* --hgrm FILE: lateness as HdrHistogram's text */
 };
 
 /* A scenario: fills r (params, figures, targets, notes, series), draws its
