@@ -31,6 +31,9 @@ enum {
 	REC_END = 34,
 };
 
+/* SET_DELAY's u from tw_set_delay_many: its first element, and each further one. */
+enum { REC_MANY_FIRST = 1, REC_MANY_MORE = 2 };
+
 /* An event's fixed 56 bytes, as the file has them (little-endian, as the host: base.h). */
 struct rec_event {
 	uint8_t type, reserved;

@@ -41,7 +41,6 @@
 #define LEAD_NS     (100 * 1000 * 1000) /* from set-up to the replay's start */
 #define FLOOR_MIN_S 2.0                 /* the floor measured at least this long */
 #define FLOOR_MAX_S 60.0                /* and at most (its samples take memory) */
-#define MANY_MAX    256                 /* ids in one tw_set_delay_many */
 
 static int replay_run(const tw_fire *fire, void *arg)
 {
@@ -166,14 +165,15 @@ static void issue(struct rp_thread *th, tw_engine *e, const struct rp_op *op)
 /* The elements of one recorded tw_set_delay_many from ops[0] on, as one call; how many. */
 static size_t issue_many(struct rp_thread *th, tw_engine *e, const struct rp_op *ops, size_t n)
 {
-	tw_id ids[MANY_MAX];
-	int results[MANY_MAX];
-	int32_t recorded[MANY_MAX];
+	tw_id *ids = th->many_ids;
+	int *results = th->many_results;
+	int32_t *recorded = th->many_recorded;
 	size_t k = 0, used = 0;
-	for (; k < n && used < MANY_MAX; k++) {
+	for (; k < n; k++) {
 		const struct rp_op *op = &ops[k];
 		if (op->type != REC_SET_DELAY || !(op->u & REC_SET_DELAY_MANY) ||
-		    op->t_ns != ops[0].t_ns || op->a != ops[0].a)
+		    (k && !(op->u & REC_SET_DELAY_MANY_MORE)) || op->t_ns != ops[0].t_ns ||
+		    op->a != ops[0].a)
 			break;
 		if ((ids[used] = id_of(th, op)))
 			recorded[used++] = op->result;

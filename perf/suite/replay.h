@@ -41,7 +41,7 @@ struct rp_op {
 	uint64_t b;    /* ADD: period_ms; SET_DUE: 1 if the due was 0 */
 	uint64_t rec_id;
 	uint32_t task;       /* index in plan->tasks, RP_NONE for an id never added */
-	uint32_t u;          /* ADD: flags, misfire, first-due bit; SET_DELAY: from a _many call */
+	uint32_t u;          /* ADD: flags, misfire, first-due bit; SET_DELAY: the _MANY bits */
 	uint32_t name, cron; /* ADD: offsets into plan->strings (0: "") */
 	int32_t result;      /* the recorded call's */
 	uint8_t type;
@@ -54,6 +54,10 @@ struct rp_thread {
 	size_t n, cap;
 	struct rp_plan *plan;
 	pthread_t th;
+	/* room for its largest tw_set_delay_many, made at load: one call replays as one call */
+	tw_id *many_ids;
+	int *many_results;
+	int32_t *many_recorded;
 	/* what it did */
 	uint64_t issued, mismatches, on_failed_adds, waited_out, cpu_ns;
 	uint64_t refused_here; /* mismatches that succeeded when recorded and failed here */

@@ -256,8 +256,27 @@ static uint32_t map_find(const struct id_map *m, uint64_t id)
 	return RP_NONE;
 }
 
+/* Room for the thread's largest tw_set_delay_many call (its elements left after
+ * resolve_ops); false when out of memory. */
+static bool make_many_room(struct rp_thread *t)
+{
+	size_t largest = 0, run = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct rp_op *op = &t->ops[i];
+		bool many = op->type == REC_SET_DELAY && (op->u & REC_SET_DELAY_MANY);
+		run = !many ? 0 : run && (op->u & REC_SET_DELAY_MANY_MORE) ? run + 1 : 1;
+		largest = run > largest ? run : largest;
+	}
+	if (!largest)
+		return true;
+	t->many_ids = malloc(largest * sizeof *t->many_ids);
+	t->many_results = malloc(largest * sizeof *t->many_results);
+	t->many_recorded = malloc(largest * sizeof *t->many_recorded);
+	return t->many_ids && t->many_results && t->many_recorded;
+}
+
 /* Each thread's operations on ids: the task's index, or left out (counted). */
-static void resolve_ops(struct rp_plan *p, const struct id_map *m)
+static bool resolve_ops(struct rp_plan *p, const struct id_map *m)
 {
 	for (size_t k = 0; k < p->nthreads; k++) {
 		struct rp_thread *t = &p->threads[k];
@@ -272,7 +291,10 @@ static void resolve_ops(struct rp_plan *p, const struct id_map *m)
 				t->ops[kept++] = op;
 		}
 		t->n = kept;
+		if (!make_many_room(t))
+			return false;
 	}
+	return true;
 }
 
 static int by_task_and_run(const void *x, const void *y)
@@ -323,10 +345,8 @@ static bool finish(struct loader *l)
 {
 	struct id_map m = { 0 };
 	bool ok = map_build(&m, l->p);
-	if (ok) {
-		resolve_ops(l->p, &m);
-		ok = sort_runs(l, &m);
-	}
+	if (ok)
+		ok = resolve_ops(l->p, &m) && sort_runs(l, &m);
 	free(m.key);
 	free(m.index);
 	l->p->end_ns = offset(l->p, l->end);
@@ -372,8 +392,12 @@ void rp_free(struct rp_plan *p)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; i < p->nthreads; i++)
+	for (size_t i = 0; i < p->nthreads; i++) {
 		free(p->threads[i].ops);
+		free(p->threads[i].many_ids);
+		free(p->threads[i].many_results);
+		free(p->threads[i].many_recorded);
+	}
 	free(p->threads);
 	free(p->tasks);
 	free(p->run_ns);
