@@ -87,11 +87,13 @@ static const char *lost_owner(int r, unsigned group, int64_t from_ns, int64_t to
 	return NULL;
 }
 
-static bool in_fault(int64_t ms)
+/* Whether a fault's window overlaps [from_ms, to_ms]: a run that waited through a fault
+ * was disturbed by it, though its due and its start both lie outside. */
+static bool fault_between(int64_t from_ms, int64_t to_ms)
 {
 	for (int f = 0; f < ck.nfaults; f++)
-		if (ms >= ck.faults[f].at_ms - CHAOS_CLAIM_AHEAD_MS &&
-		    ms <= ck.faults[f].window_end_ms)
+		if (to_ms >= ck.faults[f].at_ms - CHAOS_CLAIM_AHEAD_MS &&
+		    from_ms <= ck.faults[f].window_end_ms)
 			return true;
 	return false;
 }
@@ -445,8 +447,8 @@ static void judge_runs(const struct task *t)
 		else if (p && (!p->end || p->rc != 0))
 			n.reclaims++;
 		int64_t late = x->start - x->due_ms * 1000000;
-		bool quiet = i == 0 && t->nm == 0 && x->attempt == 1 && !in_fault(x->due_ms) &&
-			     !in_fault(x->start / 1000000);
+		bool quiet = i == 0 && t->nm == 0 && x->attempt == 1 &&
+			     !fault_between(x->due_ms, x->start / 1000000);
 		if (during_takeover(x->replica, x->group, x->due_ms))
 			push(&lat_takeover, late);
 		else if (quiet && t->due0 - t->first_ns / 1000000 >= 2000)
