@@ -200,8 +200,9 @@ typedef struct {
 	/* Records every operation and run to this file (see "Recording"); NULL: none, unless
 	 * the environment variable TW_RECORD names one; "": none, whatever TW_RECORD says. */
 	const char *record_path;
-	/* The recording's buffer in KiB, rounded up to a power of two; default 1024 (also for
-	 * 0), at least 4, at most 1048576 (1 GiB). Unused without a recording. */
+	/* The recording's buffer in KiB, rounded up to a power of two of at least 4 (1 to 3
+	 * give 4); default 1024 (also for 0); above 1048576 (1 GiB) tw_engine_create fails
+	 * -TW_EINVAL, with a recording or without. Otherwise unused without a recording. */
 	unsigned record_buffer_kib;
 } tw_config;
 

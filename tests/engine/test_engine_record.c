@@ -420,3 +420,27 @@ Test(record, buffer_counted_in_memory_bytes)
 	tw_engine_destroy(plain);
 	unlink(path);
 }
+
+/* record_buffer_kib 1 to 3 give the smallest buffer, 4 KiB; 5 rounds up to 8. */
+Test(record, small_buffers_round_up_to_a_power_of_two)
+{
+	char path[64];
+	temp_path(path, sizeof path);
+	tw_config cfg = manual_config(1);
+	cfg.record_path = path;
+	uint64_t memory[4];
+	const unsigned kib[4] = { 1, 4, 5, 8 };
+	for (int i = 0; i < 4; i++) {
+		cfg.record_buffer_kib = kib[i];
+		tw_engine *e = engine_new(&cfg);
+		tw_engine_stats st = stats_of(e);
+		memory[i] = st.memory_bytes;
+		tw_engine_destroy(e);
+	}
+	cr_assert_eq(memory[0], memory[1], "1 KiB is 4: %" PRIu64 " and %" PRIu64, memory[0],
+		     memory[1]);
+	cr_assert_eq(memory[2], memory[3], "5 KiB is 8: %" PRIu64 " and %" PRIu64, memory[2],
+		     memory[3]);
+	cr_assert_eq(memory[3] - memory[1], 4096, "8 KiB holds 4 KiB more than 4");
+	unlink(path);
+}
