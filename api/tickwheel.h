@@ -225,9 +225,10 @@ typedef struct {
  * with cfg.record_path, or the environment variable TW_RECORD for a program that cannot be
  * changed, the engine writes every tw_add, tw_set_delay, tw_set_delay_many, tw_set_due,
  * tw_set_period, tw_pause, tw_resume and tw_cancel made on it - the spec without callback
- * and arg, the call's time, its thread, its result - and every run's due, start and end to
- * a binary file (api/record-format.md; a tw_add that fails, and a call refused before it
- * reaches a task, may be left out: the page says which). The file is truncated at
+ * and arg, the call's time, its thread, its result - every run's due, start and end, and
+ * every firing counted as skipped (its task, reason and count, as tw_engine_stats counts
+ * it) to a binary file (api/record-format.md; a tw_add that fails, and a call refused
+ * before it reaches a task, may be left out: the page says which). The file is truncated at
  * tw_engine_create and ends with an END event once tw_engine_destroy has drained the
  * recording (not if a stuck run never returns). TW_RECORD=PATH records the process's
  * first engine created without a record_path to PATH, its second to PATH.2, its third to

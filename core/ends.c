@@ -62,6 +62,7 @@ void tw__drop_taken(struct tw_engine *e, const struct firing *f)
 	tw__task_lock(task);
 	if (!task_has_trait(task, TRAIT_DROP)) { /* else counted by tw_pause or tw_cancel */
 		task_skip(task, &task_cold(task)->skipped_missed, 1);
+		tw__engine_note_skip(e, task, REC_SKIP_MISSED, f->due_ns, 1);
 	}
 	add_skipped(task, f->skipped);
 	bump(&e->skipped_missed); /* the stopper's alone: the wheel thread is gone */
@@ -70,6 +71,7 @@ void tw__drop_taken(struct tw_engine *e, const struct firing *f)
 		task->rerun = false;
 		task_skip(task, &task_cold(task)->skipped_missed, 1);
 		bump(&e->skipped_missed);
+		tw__engine_note_skip(e, task, REC_SKIP_MISSED, 0, 1);
 	}
 	task_put_traits(task, 0, TRAIT_QUEUED | TRAIT_DROP);
 	uint32_t left = atomic_load_explicit(&task->running, memory_order_relaxed) - 1;

@@ -189,4 +189,14 @@ static inline uint64_t tw__engine_due_at_ns(const struct tw_engine *e, uint64_t 
 
 void tw__engine_log(const struct tw_engine *e, int level, const char *fmt, ...);
 
+/* n firings of task skipped for reason (REC_SKIP_*), to the recording if there is one;
+ * due_ns the first one's, 0 if not known. The callers count the skip themselves. */
+static inline void tw__engine_note_skip(const struct tw_engine *e, const struct tw_task *task,
+					unsigned reason, uint64_t due_ns, uint64_t n)
+{
+	if (__builtin_expect(e->recording, 0)) /* recorder's hook: record.h */
+		tw__record_skip(e->recorder, atomic_load_explicit(&task->id, memory_order_relaxed),
+				due_ns, reason, n);
+}
+
 #endif

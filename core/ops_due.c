@@ -17,6 +17,7 @@ static __attribute__((noinline)) void replace_rerun(struct tw_engine *e, struct 
 	task->rerun = false;
 	task_skip(task, &task_cold(task)->skipped_overlap, 1);
 	atomic_fetch_add_explicit(&e->api_skipped_overlap, 1, memory_order_relaxed);
+	tw__engine_note_skip(e, task, REC_SKIP_OVERLAP, 0, 1);
 }
 
 /* Inline, the test alone: a firing rarely waits for the run. */
@@ -100,6 +101,7 @@ static int op_set_period(struct tw_engine *e, struct tw_task *task, uint64_t per
 		task->rerun = false;
 		task_skip(task, &task_cold(task)->skipped_overlap, 1);
 		atomic_fetch_add_explicit(&e->api_skipped_overlap, 1, memory_order_relaxed);
+		tw__engine_note_skip(e, task, REC_SKIP_OVERLAP, 0, 1);
 	}
 	task_set_period_ms(task, period_ms);
 	return TW_OK;

@@ -18,11 +18,13 @@ static __attribute__((noinline)) void drop_in_flight(struct tw_engine *e, struct
 		task->rerun = false;
 		task_skip(task, &task_cold(task)->skipped_missed, 1);
 		atomic_fetch_add_explicit(&e->api_skipped_missed, 1, memory_order_relaxed);
+		tw__engine_note_skip(e, task, REC_SKIP_MISSED, 0, 1);
 	}
 	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
 	if ((traits & (TRAIT_QUEUED | TRAIT_DROP)) == TRAIT_QUEUED) {
 		task_put_traits(task, TRAIT_DROP, 0);
 		task_skip(task, &task_cold(task)->skipped_missed, 1);
+		tw__engine_note_skip(e, task, REC_SKIP_MISSED, 0, 1);
 	}
 }
 

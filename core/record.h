@@ -34,6 +34,18 @@ enum {
 /* SET_DELAY's u from tw_set_delay_many: its first element, and each further one. */
 enum { REC_MANY_FIRST = 1, REC_MANY_MORE = 2 };
 
+/* SKIP's u: why the firings were skipped (tw_engine_stats' three counts). */
+enum { REC_SKIP_OVERLAP = 1, REC_SKIP_OVERLOAD = 2, REC_SKIP_MISSED = 3 };
+
+/* The header's config bits: the engine's options, and that SKIP events are written (a file
+ * without them then had no skip). */
+enum {
+	REC_CONFIG_MANUAL_CLOCK = 1,
+	REC_CONFIG_COARSE_CLOCK = 2,
+	REC_CONFIG_PIN_EXECUTORS = 4,
+	REC_CONFIG_SKIPS = 8,
+};
+
 /* An event's fixed 56 bytes, as the file has them (little-endian, as the host: base.h). */
 struct rec_event {
 	uint8_t type, reserved;
@@ -73,6 +85,9 @@ int tw__record_add(struct tw_recorder *r, const tw_task_spec *spec, size_t size,
 int tw__record_op(struct tw_recorder *r, unsigned type, tw_id id, int rc, uint64_t a);
 int tw__record_many(struct tw_recorder *r, const tw_id *ids, size_t n, uint64_t delay_ms,
 		    const int *results, int rc);
+/* n firings of task id skipped for reason (REC_SKIP_*); due_ns the first one's, 0 if not
+ * known. Any thread: the wheel thread's skips, and those a call makes. */
+void tw__record_skip(struct tw_recorder *r, tw_id id, uint64_t due_ns, unsigned reason, uint64_t n);
 /* A run that started at start_ns and ended at end_ns (CLOCK_MONOTONIC) on executor index. */
 void tw__record_run(struct tw_recorder *r, const tw_fire *fire, uint64_t start_ns, uint64_t end_ns,
 		    int rc, unsigned index);

@@ -139,6 +139,20 @@ int tw__record_many(struct tw_recorder *r, const tw_id *ids, size_t n, uint64_t 
 	return rc;
 }
 
+void tw__record_skip(struct tw_recorder *r, tw_id id, uint64_t due_ns, unsigned reason, uint64_t n)
+{
+	struct rec_event ev = {
+		.type = REC_SKIP,
+		.t_ns = record_now(r),
+		.id = id,
+		.u = reason,
+		.a = due_ns,
+		.c = n,
+	};
+	if (!tw__record_put(r, &ev, NULL, 0))
+		tw__record_drop(r);
+}
+
 void tw__record_run(struct tw_recorder *r, const tw_fire *fire, uint64_t start_ns, uint64_t end_ns,
 		    int rc, unsigned index)
 {

@@ -108,6 +108,7 @@ static bool take_rerun(struct executor *x, struct tw_task *task, struct firing *
 	    atomic_load_explicit(&e->stopping, memory_order_relaxed)) {
 		task_skip(task, &task_cold(task)->skipped_missed, 1);
 		bump(&x->dropped);
+		tw__engine_note_skip(e, task, REC_SKIP_MISSED, 0, 1);
 		return false;
 	}
 	uint64_t due = atomic_load_explicit(&task->due_ns, memory_order_relaxed);
@@ -184,6 +185,7 @@ may_start(struct tw_engine *e, struct tw_task *task, const struct firing *f)
 		return true;
 	bump_skips(&task_cold(task)->skipped_missed, 1);
 	add_skipped(task, f->skipped + 1);
+	tw__engine_note_skip(e, task, REC_SKIP_MISSED, f->due_ns, 1);
 	return false;
 }
 

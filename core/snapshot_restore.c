@@ -212,6 +212,7 @@ static void arm_counts(struct tw_engine *e, struct tw_task *task, const struct s
 		else
 			bump_skips(&c->skipped_missed, p->missed);
 		atomic_fetch_add_explicit(&e->api_skipped_missed, p->missed, memory_order_relaxed);
+		tw__engine_note_skip(e, task, REC_SKIP_MISSED, 0, p->missed);
 	}
 }
 

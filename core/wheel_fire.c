@@ -115,13 +115,24 @@ static struct executor *executor_for(struct tw_engine *e, struct tw_task *task, 
 	return home_or_free(e, task);
 }
 
-/* Lock held, wheel thread: n firings of the task skipped for one reason,
- * counted for the task, for the engine and for the task's next run. */
-static void skip(struct tw_task *task, _Atomic uint32_t *task_count, _Atomic uint64_t *engine_count,
+/* Lock held, wheel thread: n firings of the task skipped for one reason (REC_SKIP_*), the
+ * first due at due_ns (0: not known), counted for the task, for the engine and for the
+ * task's next run, and recorded. */
+static void skip(struct tw_engine *e, struct tw_task *task, unsigned reason, uint64_t due_ns,
 		 uint64_t n)
 {
-	task_skip(task, task_count, n);
-	bump_by(engine_count, n);
+	struct task_cold *cold = task_cold(task);
+	if (reason == REC_SKIP_OVERLAP) {
+		task_skip(task, &cold->skipped_overlap, n);
+		bump_by(&e->skipped_overlap, n);
+	} else if (reason == REC_SKIP_OVERLOAD) {
+		task_skip(task, &cold->skipped_overload, n);
+		bump_by(&e->skipped_overload, n);
+	} else {
+		task_skip(task, &cold->skipped_missed, n);
+		bump_by(&e->skipped_missed, n);
+	}
+	tw__engine_note_skip(e, task, reason, due_ns, n);
 }
 
 enum dispatched {
@@ -132,17 +143,17 @@ enum dispatched {
 };
 
 /* Lock held: a firing comes due while one of the task is in flight (serial tasks). */
-static enum dispatched overlapping(struct tw_engine *e, struct tw_task *task, bool periodic)
+static enum dispatched overlapping(struct tw_engine *e, struct tw_task *task, uint64_t due_ns,
+				   bool periodic)
 {
 	TASK_LOCKED(task);
-	struct task_cold *cold = task_cold(task);
 	uint8_t traits = atomic_load_explicit(&task->traits, memory_order_relaxed);
 	if (periodic && !(traits & TRAIT_RUN_LATE)) {
-		skip(task, &cold->skipped_overlap, &e->skipped_overlap, 1);
+		skip(e, task, REC_SKIP_OVERLAP, due_ns, 1);
 		return SKIPPED;
 	}
 	if (task->rerun) /* one firing waits at most: the older is skipped */
-		skip(task, &cold->skipped_overlap, &e->skipped_overlap, 1);
+		skip(e, task, REC_SKIP_OVERLAP, 0, 1);
 	task->rerun = true;
 	task_put_traits(task, periodic ? 0 : TRAIT_ONESHOT_RERUN,
 			periodic ? TRAIT_ONESHOT_RERUN : 0);
@@ -162,11 +173,11 @@ static enum dispatched dispatch(struct tw_engine *e, struct tw_task *task, uint6
 		 * alike): a periodic task's is an overload, not an overlap; a one-shot's waits
 		 * for that run. A task never has two firings waiting. */
 		if (periodic && (traits & TRAIT_QUEUED)) {
-			skip(task, &task_cold(task)->skipped_overload, &e->skipped_overload, 1);
+			skip(e, task, REC_SKIP_OVERLOAD, due_ns, 1);
 			return SKIPPED;
 		}
 		if (!concurrent || (traits & TRAIT_QUEUED))
-			return overlapping(e, task, periodic);
+			return overlapping(e, task, due_ns, periodic);
 	}
 	struct firing f = { .task = task,
 			    .due_ns = due_ns,
@@ -183,7 +194,7 @@ static enum dispatched dispatch(struct tw_engine *e, struct tw_task *task, uint6
 	} else if (!tw__executor_push(executor_for(e, task, concurrent), &f)) {
 		if (!periodic)
 			return NO_ROOM;
-		skip(task, &task_cold(task)->skipped_overload, &e->skipped_overload, 1);
+		skip(e, task, REC_SKIP_OVERLOAD, due_ns, 1);
 		return SKIPPED;
 	}
 	/* The lock is held: the executor counts the run's end only after this. */
@@ -215,7 +226,7 @@ calendar_firing(struct tw_engine *e, struct tw_task *task, uint64_t due, uint64_
 	uint64_t next = tw__calendar_fire(e, task, due, e->epoch_ns + target * NS_PER_MS, &fire_due,
 					  &missed);
 	if (missed)
-		skip(task, &task_cold(task)->skipped_missed, &e->skipped_missed, missed);
+		skip(e, task, REC_SKIP_MISSED, 0, missed);
 	/* TW_RUN_LATE: the due of the firing that may wait for the task's run (run_firing.h) */
 	task_calendar(task)->rerun_due = fire_due;
 	return (struct calendar_firing){ .due = fire_due, .period = next - fire_due };
@@ -252,8 +263,8 @@ static bool fire(struct tw_engine *e, struct tw_task *task, uint64_t target)
 	uint64_t target_ns = e->epoch_ns + target * NS_PER_MS;
 	if (period && target_ns - due >= period) {
 		uint64_t missed = (target_ns - due) / period;
+		skip(e, task, REC_SKIP_MISSED, due, missed);
 		due += missed * period;
-		skip(task, &task_cold(task)->skipped_missed, &e->skipped_missed, missed);
 	}
 	enum dispatched what = dispatch(e, task, due, period != 0, state);
 	if (period) {

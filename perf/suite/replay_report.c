@@ -167,7 +167,8 @@ static void notes(struct report *r, struct rp_plan *p, const struct rp_outcome *
 		report_note(r, "the recording has no END event: its engine was not destroyed "
 			       "cleanly, or it was copied while recording");
 	if (!c->has_skip)
-		report_note(r, "the recording has no SKIP events: its skips are unknown");
+		report_note(r, "the recording's recorder wrote no SKIP events: its skips are "
+			       "unknown");
 	if (c->unknown_types || c->orphan_runs)
 		report_note(
 			r, "left out: %llu events of unknown types, %llu runs of tasks never added",

@@ -11,7 +11,8 @@
 #include <unistd.h>
 
 enum { ADD = 1, SET_DELAY, SET_DUE, SET_PERIOD, PAUSE, RESUME, CANCEL };
-enum { RUN = 16, THREAD = 32, DROPPED = 33, END = 34 };
+enum { RUN = 16, SKIP = 17, THREAD = 32, DROPPED = 33, END = 34 };
+enum { SKIP_OVERLAP = 1, SKIP_OVERLOAD = 2, SKIP_MISSED = 3 }; /* SKIP's u */
 
 /* One event as the format page defines it. */
 struct event {
@@ -182,7 +183,7 @@ Test(record, operations_from_two_threads_and_runs)
 
 	read_recording(path, &head);
 	cr_assert_eq(head.executors, 1);
-	cr_assert_eq(head.config_bits, 1, "manual_clock");
+	cr_assert_eq(head.config_bits, 1 | 8, "manual_clock, and skips recorded");
 	cr_assert_eq(head.pid, (uint32_t)getpid());
 	cr_assert_eq(head.retain_ms, cfg.retain_ms, "retain_ms, which decides ESTATE or ENOTFOUND");
 	cr_assert_eq(head.max_failures, cfg.max_failures);
@@ -442,5 +443,67 @@ Test(record, small_buffers_round_up_to_a_power_of_two)
 	cr_assert_eq(memory[2], memory[3], "5 KiB is 8: %" PRIu64 " and %" PRIu64, memory[2],
 		     memory[3]);
 	cr_assert_eq(memory[3] - memory[1], 4096, "8 KiB holds 4 KiB more than 4");
+	unlink(path);
+}
+
+/* Skips are recorded as they are counted: a serial periodic task blocked in its run skips 20
+ * firings as overlap one by one, then 9 missed at once (as one event with the first missed
+ * due) and one more overlap; its pause drops the firing that waited. The sums per reason
+ * are the engine's counts, and the header says that skips are recorded. */
+Test(record, skips_as_the_engine_counts_them)
+{
+	char path[64];
+	temp_path(path, sizeof path);
+	tw_config cfg = manual_config(2);
+	cfg.record_path = path;
+	tw_engine *e = engine_new(&cfg);
+	struct recorder *r = recorder_new(e);
+	uint64_t t0 = manual_now(e);
+	tw_id id = add_recorded(e, r, 1, 1, TW_RUN_LATE);
+	atomic_store(&r->block, true);
+	advance(e, 1); /* t0 + 1: run 1, blocked */
+	wait_started(r);
+	for (int i = 0; i < 20; i++)
+		advance(e, 1); /* t0 + 2 .. t0 + 21: one waits, 19 overlaps */
+	advance(e, 10);        /* t0 + 22 .. t0 + 31: 9 missed, then one more overlap */
+	cr_assert_eq(tw_pause(e, id), TW_OK, "drops the firing that waits: missed");
+	tw_engine_stats before = stats_of(e);
+	atomic_store(&r->block, false);
+	gate_open(&r->gate, 1);
+	quiesce(e);
+	tw_engine_stats st = stats_of(e);
+	cr_assert_eq(st.skipped_overlap, 20);
+	cr_assert_eq(st.skipped_missed, 10);
+	cr_assert_eq(st.skipped_overload, 0);
+	cr_assert_eq(before.skipped_overlap + before.skipped_missed, 30);
+	destroy_expecting_one_release(e, r);
+
+	struct recording rec;
+	read_recording(path, &rec);
+	cr_assert(rec.config_bits & 8, "the header says skips are recorded");
+	uint64_t sum[4] = { 0 }, events = 0;
+	const struct event *stall = NULL;
+	for (size_t i = 0; i < rec.count; i++) {
+		const struct event *ev = &rec.events[i];
+		if (ev->type != SKIP)
+			continue;
+		events++;
+		cr_assert_eq(ev->id, id);
+		cr_assert_eq(ev->thread, 0, "the engine's event");
+		cr_assert(ev->u >= SKIP_OVERLAP && ev->u <= SKIP_MISSED, "reason %u", ev->u);
+		cr_assert_gt(ev->c, 0);
+		sum[ev->u] += ev->c;
+		if (ev->c > 1)
+			stall = ev;
+	}
+	cr_assert_eq(sum[SKIP_OVERLAP], st.skipped_overlap);
+	cr_assert_eq(sum[SKIP_OVERLOAD], st.skipped_overload);
+	cr_assert_eq(sum[SKIP_MISSED], st.skipped_missed);
+	cr_assert_eq(events, 20 + 2, "20 overlaps one by one, the stall's 9, the pause's 1");
+	cr_assert_not_null(stall, "the stall's missed firings in one event");
+	cr_assert_eq(stall->u, SKIP_MISSED);
+	cr_assert_eq(stall->c, 9);
+	cr_assert_eq(stall->a, t0 + 22 * NS_PER_MS, "the first missed due");
+	free_recording(&rec);
 	unlink(path);
 }
