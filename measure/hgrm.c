@@ -97,6 +97,13 @@ size_t hgrm_points(struct lateness *l, double *x, double *y_us, size_t max_point
 	return n;
 }
 
+void hgrm_path_beside(char *out, size_t n, const char *path, const char *name)
+{
+	size_t len = strlen(path);
+	size_t stem = len > 5 && !strcmp(path + len - 5, ".hgrm") ? len - 5 : len;
+	snprintf(out, n, "%.*s-%s.hgrm", (int)stem, path, name);
+}
+
 int hgrm_write(struct lateness *l, const char *path)
 {
 	FILE *f = fopen(path, "w");

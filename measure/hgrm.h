@@ -21,6 +21,9 @@
 void hgrm_print(struct lateness *l, FILE *out);
 /* 0, or -1 after saying why on stderr. */
 int hgrm_write(struct lateness *l, const char *path);
+/* The file beside path for another distribution: "-" name before its ".hgrm" (after it when
+ * path has none), into out of size n; cut short if it does not fit. */
+void hgrm_path_beside(char *out, size_t n, const char *path, const char *name);
 /* The same levels as points for a log-percentile chart, as HdrHistogram's plotter draws
  * them: x = 1/(1 - percentile) (1 at 0 %, 100 at 99 %), y = the value in us; 100 %, which
  * has no x, is drawn at x = the runs counted (one run in that many). Returns the points

@@ -51,9 +51,7 @@ int lateness_hgrm_of(const char *path, const char *impl, const int64_t *sorted, 
 {
 	char peer_path[4096];
 	if (strcmp(impl, suite_loops[0]->name)) {
-		size_t len = strlen(path);
-		size_t stem = len > 5 && !strcmp(path + len - 5, ".hgrm") ? len - 5 : len;
-		snprintf(peer_path, sizeof peer_path, "%.*s-%s.hgrm", (int)stem, path, impl);
+		hgrm_path_beside(peer_path, sizeof peer_path, path, impl);
 		path = peer_path;
 	}
 	struct lateness *l = calloc(1, sizeof *l);

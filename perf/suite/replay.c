@@ -304,9 +304,7 @@ static void finish(struct rp_plan *p, tw_engine *e, struct rp_outcome *o)
 static int write_hgrm(struct rp_plan *p, const char *path)
 {
 	char rec[4096];
-	size_t n = strlen(path);
-	size_t stem = n > 5 && !strcmp(path + n - 5, ".hgrm") ? n - 5 : n;
-	snprintf(rec, sizeof rec, "%.*s-recording.hgrm", (int)stem, path);
+	hgrm_path_beside(rec, sizeof rec, path, "recording");
 	if (hgrm_write(&p->late, path) || (p->rec.runs && hgrm_write(&p->rec_late, rec)))
 		return 2;
 	return 0;
