@@ -14,7 +14,9 @@
  * etcd lease, renewed every third of the TTL, under which it records itself as a member. It
  * leaves (tw_cluster_leave) by revoking the lease: what it owned is free at once. A replica
  * that dies is gone when its lease expires: TTL seconds after its last renewal, and etcd
- * notices within half a second more.
+ * notices within half a second more. A member takes its share of the groups at once; a
+ * replica that joins with cfg.attach_later is no member until tw_cluster_attach, so that it
+ * adds its jobs and handlers first and runs the groups it takes from the start.
  *
  * Jobs. A cluster job (tw_cluster_add) is a named periodic or calendar task that every replica
  * defines, each in its own engine. Its fire times are instants in UTC milliseconds that every
@@ -147,6 +149,11 @@ typedef struct {
 	 * NULL: none. The library never prints. */
 	void (*log)(int level, const char *message, void *log_arg);
 	void *log_arg;
+	/* true: tw_cluster_join connects and checks the cluster but does not become a member
+	 * (no lease, no member key, no group taken) until tw_cluster_attach, so that the
+	 * program adds its jobs and handlers first and takes groups it can run at once.
+	 * false (the default): the join attaches. */
+	bool attach_later;
 } tw_cluster_config;
 
 /* A cluster run's context, handed to its callback. Grows at its end only. */
@@ -244,7 +251,9 @@ static inline void tw_cluster_config_init(tw_cluster_config *cfg)
 
 /**
  * tw_cluster_join() - joins the cluster: takes a lease, records the member, starts the
- * cluster's two threads (the lease's renewals; membership, groups and claims).
+ * cluster's two threads (the lease's renewals; membership, groups and claims). With
+ * @cfg->attach_later it only connects and checks the cluster (the number of groups): the
+ * lease, the member and the threads wait for tw_cluster_attach.
  * @cfg: the configuration; copied, not kept.
  * @out: receives the replica's handle; NULL on failure.
  *
@@ -265,6 +274,27 @@ static inline int tw_cluster_join(const tw_cluster_config *cfg, tw_cluster **out
 {
 	return tw_cluster_join_sized(cfg, sizeof *cfg, out);
 }
+
+/**
+ * tw_cluster_attach() - makes a replica that joined with attach_later a member: takes the
+ * lease, records the member, starts the cluster's threads; the replica takes its share of
+ * the groups within a round (100 ms) and runs their jobs it has added.
+ * @c: the replica.
+ *
+ * Until then the replica adds jobs (tw_cluster_add: their schedules are recorded and checked,
+ * their local tasks fire and count in tw_cluster_counters.not_owner), registers handlers
+ * (tw_cluster_handle) and defers tasks, and owns nothing: the other replicas run every
+ * group. A member of the same name still recorded (an earlier run of this replica that died
+ * less than a TTL ago) is waited for, up to the TTL and a second, as at a join.
+ *
+ * Return: TW_OK; -TW_EINVAL for NULL @c; -TW_ESTATE when @c is a member already (joined
+ * without attach_later, or attached) or another attach of @c is under way; -TW_EEXIST when a
+ * live member has the name; -TW_CLUSTER_EUNAVAILABLE, -TW_CLUSTER_EETCD, -TW_ENOMEM,
+ * -TW_ERESOURCE as tw_cluster_join. After a failure @c is as before, and the attach may be
+ * tried again. Any thread but a callback of the engine, not while tw_cluster_leave runs.
+ * Blocks as tw_cluster_join does.
+ */
+TW_API int tw_cluster_attach(tw_cluster *c);
 
 /**
  * tw_cluster_add() - defines a cluster job on this replica.

@@ -162,6 +162,41 @@ static void stop_threads(struct tw_cluster *c)
 	c->keeper_started = c->worker_started = false;
 }
 
+/*
+ * What makes a replica a member, the caller holding c->attaching: takes the lease and records
+ * the member (waiting out an earlier run's key), then starts the cluster's threads and the
+ * deferred tasks' (the cluster's first: the worker tells the defer part of its groups). On
+ * failure nothing of it is left, and attaching is let go, so that the attach may be tried
+ * again.
+ */
+static int attach(struct tw_cluster *c)
+{
+	int rc = tw__cl_lease_take(c, c->worker_client);
+	/* Logged before the threads start: the worker's client is the worker's from then on. */
+	if (rc == TW_OK)
+		tw__cl_log(c, TW_LOG_INFO,
+			   "cluster %s: attached at %s (lease %" PRIx64 ", ttl %u s)", c->member,
+			   tw__etcd_client_endpoint(c->worker_client), (uint64_t)c->lease_id,
+			   c->ttl_s);
+	if (rc == TW_OK &&
+	    ((rc = start_threads(c)) != TW_OK || (rc = tw__cl_defer_start(c)) != TW_OK)) {
+		stop_threads(c);
+		tw__cl_defer_stop(c);
+		atomic_store(&c->stop, false);
+		etcd_status st = { 0 };
+		(void)tw__etcd_lease_revoke(c->worker_client, c->lease_id, &st);
+		pthread_mutex_lock(&c->lock);
+		c->lease_id = 0;
+		pthread_mutex_unlock(&c->lock);
+		atomic_store(&c->lease_deadline_ns, 0);
+	}
+	if (rc == TW_OK)
+		atomic_store(&c->attached, true);
+	else
+		atomic_store(&c->attaching, false);
+	return rc;
+}
+
 TW_CLUSTER_API int tw_cluster_join_sized(const tw_cluster_config *user, size_t size,
 					 tw_cluster **out)
 {
@@ -205,26 +240,29 @@ TW_CLUSTER_API int tw_cluster_join_sized(const tw_cluster_config *user, size_t s
 		rc = tw__cl_defer_init(c);
 	if (rc == TW_OK)
 		rc = check_groups(c);
-	if (rc == TW_OK)
-		rc = tw__cl_lease_take(c, c->worker_client);
-	/* Logged before the threads start: the worker's client is the worker's from then on. */
-	if (rc == TW_OK)
-		tw__cl_log(c, TW_LOG_INFO, "cluster %s: joined %s (lease %" PRIx64 ", ttl %u s)",
-			   c->member, tw__etcd_client_endpoint(c->worker_client),
-			   (uint64_t)c->lease_id, c->ttl_s);
-	if (rc == TW_OK &&
-	    ((rc = start_threads(c)) != TW_OK || (rc = tw__cl_defer_start(c)) != TW_OK)) {
-		/* The cluster's threads first: the worker tells the defer part of its groups. */
-		stop_threads(c);
-		tw__cl_defer_free(c);
-		(void)tw__etcd_lease_revoke(c->worker_client, c->lease_id, &st);
+	if (rc == TW_OK && !cfg.attach_later) {
+		atomic_store(&c->attaching, true);
+		rc = attach(c);
 	}
 	if (rc != TW_OK) {
 		free_cluster(c);
 		return rc;
 	}
+	if (cfg.attach_later)
+		tw__cl_log(c, TW_LOG_INFO, "cluster %s: joined %s, not attached yet", c->member,
+			   tw__etcd_client_endpoint(c->worker_client));
 	*out = c;
 	return TW_OK;
+}
+
+TW_CLUSTER_API int tw_cluster_attach(tw_cluster *c)
+{
+	if (!c)
+		return -TW_EINVAL;
+	bool no = false;
+	if (atomic_load(&c->attached) || !atomic_compare_exchange_strong(&c->attaching, &no, true))
+		return -TW_ESTATE;
+	return attach(c);
 }
 
 static int check_spec(const tw_cluster_job_spec *s)

@@ -94,6 +94,9 @@ struct tw_cluster {
 	size_t nleft, left_cap;
 	pthread_t keeper, worker;
 	bool keeper_started, worker_started;
+	/* A member (lease, member key, threads): set by the join, or by tw_cluster_attach for a
+	 * replica that joined with attach_later; attaching is held by the attach under way. */
+	atomic_bool attached, attaching;
 	/* Sleeps of the threads, cut short by leave. */
 	pthread_mutex_t sleep_lock;
 	pthread_cond_t wake;

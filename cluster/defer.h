@@ -187,6 +187,9 @@ void *tw__cl_defer_worker_main(void *arg);
 /* defer_life.c: set up at join, drained at leave. */
 int tw__cl_defer_init(struct tw_cluster *c);
 int tw__cl_defer_start(struct tw_cluster *c);
+/* Stops the threads tw__cl_defer_start started (an attach that failed after it), so that
+ * a later start begins afresh. */
+void tw__cl_defer_stop(struct tw_cluster *c);
 /* Stops claiming, lets running handlers finish and their results be written, gives back
  * the claims not yet run, stops the threads and removes the local tasks. */
 void tw__cl_defer_drain(struct tw_cluster *c);

@@ -103,6 +103,13 @@ static void stop_threads(struct cl_defer *d)
 	d->loader_started = d->worker_started = false;
 }
 
+void tw__cl_defer_stop(struct tw_cluster *c)
+{
+	stop_threads(c->defer);
+	atomic_store(&c->defer->stop, false);
+	atomic_store(&c->defer->reload, false);
+}
+
 void tw__cl_defer_drain(struct tw_cluster *c)
 {
 	struct cl_defer *d = c->defer;

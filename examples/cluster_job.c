@@ -104,6 +104,9 @@ int main(int argc, char **argv)
 	cfg.prefix = "/examples/cluster_job/";
 	cfg.lease_ttl_s = 5;
 	cfg.log = log_line;
+	/* Member only once the job is defined: a group taken before would miss its fire times
+	 * until then (a restart's groups come back from the others at the attach). */
+	cfg.attach_later = true;
 	tw_cluster *cluster;
 	if ((rc = tw_cluster_join(&cfg, &cluster)) != TW_OK) {
 		fprintf(stderr, "join: %s\n", tw_cluster_strerror(rc));
@@ -119,6 +122,13 @@ int main(int argc, char **argv)
 				    .misfire = TW_MISFIRE_RUN_ONCE };
 	if ((rc = tw_cluster_add(cluster, &job)) != TW_OK)
 		fprintf(stderr, "add: %s\n", tw_cluster_strerror(rc));
+	if ((rc = tw_cluster_attach(cluster)) != TW_OK) {
+		fprintf(stderr, "attach: %s\n", tw_cluster_strerror(rc));
+		tw_cluster_leave(cluster);
+		tw_engine_destroy(engine);
+		free(list);
+		return 1;
+	}
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);

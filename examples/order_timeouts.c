@@ -339,6 +339,9 @@ int main(int argc, char **argv)
 	 * will run): short here, so that a payment halfway to a 1 s timeout still cancels it. */
 	cfg.claim_ahead_ms = 250;
 	cfg.log = log_line;
+	/* Member only once the handler is registered: a group taken before would hold tasks
+	 * that nothing here can run. */
+	cfg.attach_later = true;
 	tw_cluster *cluster;
 	if ((rc = tw_cluster_join(&cfg, &cluster)) != TW_OK) {
 		fprintf(stderr, "join: %s\n", tw_cluster_strerror(rc));
@@ -346,9 +349,13 @@ int main(int argc, char **argv)
 		free(list);
 		return 1;
 	}
-	/* Before the first defer: a replica that owns a group runs its tasks only with this. */
+	/* Before the attach: a replica that owns a group runs its tasks only with this. */
 	if ((rc = tw_cluster_handle(cluster, "order.timeout", on_timeout, NULL)) != TW_OK) {
 		fprintf(stderr, "handle: %s\n", tw_cluster_strerror(rc));
+		atomic_fetch_add(&errors, 1);
+	}
+	if ((rc = tw_cluster_attach(cluster)) != TW_OK) {
+		fprintf(stderr, "attach: %s\n", tw_cluster_strerror(rc));
 		atomic_fetch_add(&errors, 1);
 	}
 	signal(SIGINT, on_signal);

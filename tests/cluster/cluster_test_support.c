@@ -57,6 +57,12 @@ tw_engine *new_engine(void)
 
 int join(tw_engine *e, const char *member, const char *prefix, unsigned groups, tw_cluster **out)
 {
+	return join_attaching(e, member, prefix, groups, false, out);
+}
+
+int join_attaching(tw_engine *e, const char *member, const char *prefix, unsigned groups,
+		   bool attach_later, tw_cluster **out)
+{
 	tw_cluster_config cfg;
 	tw_cluster_config_init(&cfg);
 	cfg.engine = e;
@@ -67,5 +73,6 @@ int join(tw_engine *e, const char *member, const char *prefix, unsigned groups, 
 	cfg.lease_ttl_s = 2;
 	cfg.claim_ahead_ms = 500;
 	cfg.request_timeout_ms = 1000;
+	cfg.attach_later = attach_later;
 	return tw_cluster_join(&cfg, out);
 }

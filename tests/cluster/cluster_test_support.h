@@ -27,5 +27,8 @@ tw_engine *new_engine(void);
 /* Joins etcd's members as member under prefix: TTL 2 s, claims 500 ms ahead, requests
  * limited to 1 s, so that takeovers take seconds, not tens. */
 int join(tw_engine *e, const char *member, const char *prefix, unsigned groups, tw_cluster **out);
+/* join, with tw_cluster_config.attach_later as given. */
+int join_attaching(tw_engine *e, const char *member, const char *prefix, unsigned groups,
+		   bool attach_later, tw_cluster **out);
 
 #endif

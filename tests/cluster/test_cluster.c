@@ -251,6 +251,76 @@ Test(cluster, two_replicas_run_each_fire_time_once_and_share_the_groups)
 	tw_engine_destroy(p.e2);
 }
 
+/* A replica that joins with attach_later owns nothing and counts its jobs' fire times as
+ * not_owner while the other runs them all; attached, it takes its share, and each fire time
+ * still runs once, without a gap. */
+Test(cluster, attach_later_takes_groups_only_once_attached)
+{
+	record.n = 0;
+	tw_engine *e1 = new_engine(), *e2 = new_engine();
+	tw_cluster *a, *b;
+	cr_assert_eq(join_attaching(e1, "a", "/t10/", 4, true, &a), TW_OK);
+	cr_assert_eq(join(e2, "b", "/t10/", 4, &b), TW_OK);
+	for (int i = 0; i < 6; i++) {
+		cr_assert_eq(add_job(a, six_jobs[i], 100, 0), TW_OK);
+		cr_assert_eq(add_job(b, six_jobs[i], 100, 1), TW_OK);
+	}
+	cr_assert_eq(tw_cluster_attach(b), -TW_ESTATE, "b joined as a member");
+	cr_assert_eq(tw_cluster_attach(NULL), -TW_EINVAL);
+	sleep_ms(1000);
+	tw_cluster_counters sa, sb;
+	tw_cluster_stats(a, &sa);
+	tw_cluster_stats(b, &sb);
+	cr_expect_eq(sa.groups_owned, 0, "a owns %" PRIu64 " before it attached", sa.groups_owned);
+	cr_expect_eq(sa.runs, 0);
+	cr_expect_gt(sa.not_owner, 0, "a's jobs came due and were not its to run");
+	cr_expect_eq(sb.members, 1, "a is no member yet: b sees %" PRIu64, sb.members);
+	cr_expect_eq(sb.groups_owned, 4);
+
+	cr_assert_eq(tw_cluster_attach(a), TW_OK);
+	cr_assert_eq(tw_cluster_attach(a), -TW_ESTATE, "attached already");
+	sleep_ms(1000);
+	int64_t settled = wall_ms();
+	sleep_ms(1500);
+	int64_t end = wall_ms() - 300;
+	tw_cluster_stats(a, &sa);
+	tw_cluster_stats(b, &sb);
+	cr_expect_eq(sa.groups_owned, 2, "a owns %" PRIu64 " once attached", sa.groups_owned);
+	cr_expect_eq(sb.groups_owned, 2);
+	cr_expect_eq(sa.members, 2);
+	cr_expect_gt(sa.runs, 0);
+	tw_cluster_leave(a);
+	tw_cluster_leave(b);
+	pthread_mutex_lock(&record.lock);
+	assert_each_fire_time_once(record.runs, record.n);
+	for (int i = 0; i < 6; i++)
+		cr_expect_eq(gaps(record.runs, record.n, six_jobs[i], 100, settled, end), 0,
+			     "%s missed fire times once a attached", six_jobs[i]);
+	pthread_mutex_unlock(&record.lock);
+	tw_engine_destroy(e1);
+	tw_engine_destroy(e2);
+}
+
+/* A replica that never attaches leaves as any other: its jobs are released, and its name
+ * was never taken (a member of the same name joins at once). */
+Test(cluster, a_replica_that_never_attached_leaves_cleanly)
+{
+	record.n = 0;
+	tw_engine *e = new_engine();
+	tw_cluster *a, *again;
+	cr_assert_eq(join_attaching(e, "a", "/t11/", 4, true, &a), TW_OK);
+	cr_assert_eq(add_job(a, "lonely", 100, 0), TW_OK);
+	sleep_ms(300);
+	tw_cluster_leave(a);
+	cr_assert_eq(join(e, "a", "/t11/", 4, &again), TW_OK);
+	tw_cluster_leave(again);
+	tw_engine_stats st;
+	cr_assert_eq(tw_stats(e, &st), TW_OK);
+	cr_expect_eq(st.tasks_live, 0, "the job's local task is gone");
+	cr_expect_eq(record.n, 0, "nothing ran: a never owned a group");
+	tw_engine_destroy(e);
+}
+
 Test(cluster, a_leaving_replica_hands_its_groups_over)
 {
 	struct pair p = two_replicas("/t7/");
