@@ -346,8 +346,9 @@ TW_API int tw_cluster_cancel(tw_cluster *c, const char *name);
  * groups due while the replica leaves runs when a taker has its group: late by the leave and
  * about a round of the taker's (100 ms). When etcd cannot be reached for three request
  * timeouts, the results not yet written stay unwritten, and the next owner runs those tasks
- * again (as after a lost owner). Leaves the engine running with its other tasks. NULL:
- * nothing. Any thread but a callback of the engine. Blocks for the runs going on and a round
+ * again (as after a lost owner). A replica that never attached (attach_later) has nothing
+ * to hand back: its jobs are cancelled and released. Leaves the engine running with its other
+ * tasks. NULL: nothing. Any thread but a callback of the engine. Blocks for the runs going on and a round
  * trip to etcd per owned group (each bounded by the request timeout; when etcd cannot be
  * reached, the lease simply expires).
  */
