@@ -277,8 +277,9 @@ static inline int tw_cluster_join(const tw_cluster_config *cfg, tw_cluster **out
 
 /**
  * tw_cluster_attach() - makes a replica that joined with attach_later a member: takes the
- * lease, records the member, starts the cluster's threads; the replica takes its share of
- * the groups within a round (100 ms) and runs their jobs it has added.
+ * lease, records the member, starts the cluster's threads; the replica then takes its share
+ * of the groups as any new member does (free groups within a round of 100 ms, the others as
+ * their owners hand them back, see "Groups and owners") and runs the jobs it has added.
  * @c: the replica.
  *
  * Until then the replica adds jobs (tw_cluster_add: their schedules are recorded and checked,
