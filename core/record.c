@@ -213,8 +213,7 @@ static void fill_header(struct tw_recorder *r, const struct record_setup *s)
 	uint32_t u32[4] = { s->executors,
 			    (cfg->manual_clock ? REC_CONFIG_MANUAL_CLOCK : 0u) |
 				    (cfg->coarse_clock ? REC_CONFIG_COARSE_CLOCK : 0u) |
-				    (cfg->pin_executors ? REC_CONFIG_PIN_EXECUTORS : 0u) |
-				    REC_CONFIG_SKIPS,
+				    (cfg->pin_executors ? REC_CONFIG_PIN_EXECUTORS : 0u),
 			    (uint32_t)getpid(), cfg->queue_capacity ? cfg->queue_capacity : 4096 };
 	/* what decides a call's answer as much as its timing (an ended task answers ESTATE for
 	 * retain_ms, then ENOTFOUND), so that a replay's engine answers as this one did */

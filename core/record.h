@@ -37,13 +37,11 @@ enum { REC_MANY_FIRST = 1, REC_MANY_MORE = 2 };
 /* SKIP's u: why the firings were skipped (tw_engine_stats' three counts). */
 enum { REC_SKIP_OVERLAP = 1, REC_SKIP_OVERLOAD = 2, REC_SKIP_MISSED = 3 };
 
-/* The header's config bits: the engine's options, and that SKIP events are written (a file
- * without them then had no skip). */
+/* The header's config bits: the engine's options. */
 enum {
 	REC_CONFIG_MANUAL_CLOCK = 1,
 	REC_CONFIG_COARSE_CLOCK = 2,
 	REC_CONFIG_PIN_EXECUTORS = 4,
-	REC_CONFIG_SKIPS = 8,
 };
 
 /* An event's fixed 56 bytes, as the file has them (little-endian, as the host: base.h). */

@@ -60,7 +60,6 @@ struct rec_header {
 #define REC_CONFIG_MANUAL_CLOCK  1u
 #define REC_CONFIG_COARSE_CLOCK  2u
 #define REC_CONFIG_PIN_EXECUTORS 4u
-#define REC_CONFIG_SKIPS         8u /* the recorder writes SKIP events: none means no skip */
 
 struct rec_event {
 	uint8_t type;

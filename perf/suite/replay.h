@@ -74,7 +74,7 @@ struct rp_counts {
 	uint64_t drop_gaps;     /* DROPPED events: places where some are missing */
 	uint64_t unknown_types; /* events of types v1 does not define: skipped */
 	uint64_t orphan_runs;   /* RUN events of tasks never added */
-	bool has_skip, has_end;
+	bool has_end;
 };
 
 struct rp_plan {

@@ -193,7 +193,6 @@ static bool note_event(struct loader *l, const struct rec_event *ev)
 	case REC_RUN:
 		return note_run(l, ev);
 	case REC_SKIP:
-		p->rec.has_skip = true; /* also in a file whose header does not say so */
 		p->rec.skips += ev->c ? ev->c : 1;
 		return true;
 	case REC_THREAD: {
@@ -366,7 +365,6 @@ struct rp_plan *rp_load(const char *path, double speed)
 	bool ok = p && l.thread_of;
 	if (ok) {
 		p->h = *rec_header(r);
-		p->rec.has_skip = p->h.config & REC_CONFIG_SKIPS; /* then no SKIP is no skip */
 		p->speed = speed;
 		p->strings = calloc(1, 1);
 		p->strings_len = p->strings_cap = 1; /* offset 0: "" */

@@ -85,8 +85,7 @@ static void counts(struct report *r, struct rp_plan *p, const struct rp_outcome 
 			    o->on_failed_adds + o->waited_out;
 	report_add(r, IMPL, "ops_left_out", (double)left_out, "ops", BETTER_LOWER);
 	report_add(r, IMPL, "result_mismatches", (double)o->mismatches, "ops", BETTER_LOWER);
-	if (p->rec.has_skip)
-		report_add(r, REC, "skipped", (double)p->rec.skips, "firings", BETTER_LOWER);
+	report_add(r, REC, "skipped", (double)p->rec.skips, "firings", BETTER_LOWER);
 	report_add(r, IMPL, "skipped", (double)o->skipped, "firings", BETTER_LOWER);
 	report_add(r, IMPL, "failures", (double)o->failures, "runs", BETTER_NEITHER);
 }
@@ -166,9 +165,6 @@ static void notes(struct report *r, struct rp_plan *p, const struct rp_outcome *
 	if (!c->has_end)
 		report_note(r, "the recording has no END event: its engine was not destroyed "
 			       "cleanly, or it was copied while recording");
-	if (!c->has_skip)
-		report_note(r, "the recording's recorder wrote no SKIP events: its skips are "
-			       "unknown");
 	if (c->unknown_types || c->orphan_runs)
 		report_note(
 			r, "left out: %llu events of unknown types, %llu runs of tasks never added",
