@@ -31,8 +31,8 @@ enum {
 	REC_END = 34,
 };
 
-/* SET_DELAY's u from tw_set_delay_many: its first element, and each further one. */
-enum { REC_MANY_FIRST = 1, REC_MANY_MORE = 2 };
+/* SET_DELAY's u from tw_set_delay_many (b: the element's index, c: the call's count). */
+enum { REC_FROM_MANY = 1 };
 
 /* SKIP's u: why the firings were skipped (tw_engine_stats' three counts). */
 enum { REC_SKIP_OVERLAP = 1, REC_SKIP_OVERLOAD = 2, REC_SKIP_MISSED = 3 };

@@ -127,14 +127,15 @@ int tw__record_many(struct tw_recorder *r, const tw_id *ids, size_t n, uint64_t 
 	struct rec_event ev = { .type = REC_SET_DELAY,
 				.thread = thread,
 				.t_ns = record_now(r),
-				.u = REC_MANY_FIRST,
-				.a = delay_ms };
+				.u = REC_FROM_MANY,
+				.a = delay_ms,
+				.c = n };
 	for (size_t i = 0; i < n; i++) {
 		ev.id = ids[i];
 		ev.result = each ? results[i] : rc;
+		ev.b = i;
 		if (!tw__record_put(r, &ev, NULL, 0))
 			tw__record_drop(r);
-		ev.u = REC_MANY_FIRST | REC_MANY_MORE;
 	}
 	return rc;
 }

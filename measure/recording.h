@@ -43,10 +43,8 @@ enum rec_type {
 #define REC_ADD_FLAGS(u)     ((u)&0xffu)
 #define REC_ADD_MISFIRE(u)   (((u) >> 8) & 0xffu)
 #define REC_ADD_FIRST_DUE(u) (((u) >> 16) & 1u)
-/* SET_DELAY's u: one element of a tw_set_delay_many call; with MORE, of the same call as
- * the event before it. */
-#define REC_SET_DELAY_MANY      1u
-#define REC_SET_DELAY_MANY_MORE 2u
+/* SET_DELAY's u: one element of a tw_set_delay_many call, b its index (0: a call starts). */
+#define REC_SET_DELAY_MANY 1u
 /* RUN's u when the run was on the wheel thread. */
 #define REC_ON_WHEEL_THREAD 0xffffffffu
 

@@ -217,10 +217,14 @@ Test(record, operations_from_two_threads_and_runs)
 	assert_event(&ev[7], SET_DUE, 2, periodic, 0);
 	cr_assert_eq(ev[7].a, s.due_ns);
 	assert_event(&ev[8], SET_DELAY, 2, one_shot, 0);
-	cr_assert_eq(ev[8].u, 1, "the first element of a tw_set_delay_many");
+	cr_assert_eq(ev[8].u, 1, "from tw_set_delay_many");
+	cr_assert_eq(ev[8].b, 0, "its first element");
+	cr_assert_eq(ev[8].c, 2, "of two");
 	cr_assert_eq(ev[8].a, 4);
 	assert_event(&ev[9], SET_DELAY, 2, 999999, -TW_ENOTFOUND);
-	cr_assert_eq(ev[9].u, 3, "a further element of the same call");
+	cr_assert_eq(ev[9].u, 1);
+	cr_assert_eq(ev[9].b, 1, "the second element of the same call");
+	cr_assert_eq(ev[9].c, 2);
 	cr_assert_eq(ev[9].t_ns, ev[8].t_ns, "one call, one time");
 	assert_event(&ev[10], CANCEL, 2, 999999, -TW_ENOTFOUND);
 	assert_event(&ev[11], RUN, 0, one_shot, 0);
@@ -343,7 +347,9 @@ Test(record, a_full_buffer_drops_and_counts)
 			dropped_events++;
 		} else if (r.events[i].type == SET_DELAY) {
 			cr_assert_eq(r.events[i].id, id);
-			cr_assert(r.events[i].u == 1 || r.events[i].u == 3, "u %u", r.events[i].u);
+			cr_assert_eq(r.events[i].u, 1);
+			cr_assert_lt(r.events[i].b, BATCH);
+			cr_assert_eq(r.events[i].c, BATCH);
 			set_delays++;
 		}
 	}
