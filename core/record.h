@@ -31,7 +31,7 @@ enum {
 	REC_END = 34,
 };
 
-/* SET_DELAY's u from tw_set_delay_many (b: the element's index, c: the call's count). */
+/* SET_DELAY's u from tw_set_delay_many. */
 enum { REC_FROM_MANY = 1 };
 
 /* SKIP's u: why the firings were skipped (tw_engine_stats' three counts). */

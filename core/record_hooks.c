@@ -128,12 +128,10 @@ int tw__record_many(struct tw_recorder *r, const tw_id *ids, size_t n, uint64_t 
 				.thread = thread,
 				.t_ns = record_now(r),
 				.u = REC_FROM_MANY,
-				.a = delay_ms,
-				.c = n };
+				.a = delay_ms };
 	for (size_t i = 0; i < n; i++) {
 		ev.id = ids[i];
 		ev.result = each ? results[i] : rc;
-		ev.b = i;
 		if (!tw__record_put(r, &ev, NULL, 0))
 			tw__record_drop(r);
 	}

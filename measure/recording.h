@@ -43,7 +43,9 @@ enum rec_type {
 #define REC_ADD_FLAGS(u)     ((u)&0xffu)
 #define REC_ADD_MISFIRE(u)   (((u) >> 8) & 0xffu)
 #define REC_ADD_FIRST_DUE(u) (((u) >> 16) & 1u)
-/* SET_DELAY's u: one element of a tw_set_delay_many call, b its index (0: a call starts). */
+/* SET_DELAY's u: one element of a tw_set_delay_many call. Consecutive elements of one
+ * thread with the same t_ns and delay are one call (two calls that agree in both cannot be
+ * told apart: with the manual clock, t_ns does not move between them). */
 #define REC_SET_DELAY_MANY 1u
 /* RUN's u when the run was on the wheel thread. */
 #define REC_ON_WHEEL_THREAD 0xffffffffu

@@ -140,10 +140,11 @@ def sessions(r):
     last = dict(added)
     for f in range(8):  # frames: a batch of resets each, as one tw_set_delay_many
         t = START + (155 + 150 * f) * MS + 300_000
-        batch = [5000 + i for i in range(200) if added[5000 + i] < t and f < i % 8]
-        for index, ident in enumerate(batch):
-            r.op(SET_DELAY, 2, t, ident, u=1, a=400, b=index, c=len(batch))
-            last[ident] = t
+        for i in range(200):
+            ident = 5000 + i
+            if added[ident] < t and f < i % 8:
+                r.op(SET_DELAY, 2, t, ident, u=1, a=400)
+                last[ident] = t
     for i in range(200):
         ident = 5000 + i
         due = ceil_ms(last[ident]) + 400 * MS

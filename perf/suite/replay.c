@@ -172,7 +172,7 @@ static size_t issue_many(struct rp_thread *th, tw_engine *e, const struct rp_op 
 	for (; k < n; k++) {
 		const struct rp_op *op = &ops[k];
 		if (op->type != REC_SET_DELAY || !(op->u & REC_SET_DELAY_MANY) ||
-		    (k && op->b == 0) || op->t_ns != ops[0].t_ns || op->a != ops[0].a)
+		    op->t_ns != ops[0].t_ns || op->a != ops[0].a)
 			break;
 		if ((ids[used] = id_of(th, op)))
 			recorded[used++] = op->result;

@@ -38,7 +38,7 @@ struct rp_task {
 struct rp_op {
 	uint64_t t_ns; /* offset from the start */
 	uint64_t a;    /* delay_ms, period_ms, or a due as an offset from the start (signed) */
-	uint64_t b; /* ADD: period_ms; SET_DUE: 1 if the due was 0; SET_DELAY: index in its _many */
+	uint64_t b;    /* ADD: period_ms; SET_DUE: 1 if the due was 0 */
 	uint64_t rec_id;
 	uint32_t task;       /* index in plan->tasks, RP_NONE for an id never added */
 	uint32_t u;          /* ADD: flags, misfire, first-due bit; SET_DELAY: the _MANY bits */

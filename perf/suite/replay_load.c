@@ -147,9 +147,6 @@ static bool note_op(struct loader *l, const struct rec_event *ev)
 	case REC_ADD:
 		return add_task(l, ev, op);
 	case REC_SET_DELAY:
-		op->b = ev->b; /* from tw_set_delay_many: the element's index */
-		op->a = rp_scale_ms(ev->a, p->speed);
-		break;
 	case REC_SET_PERIOD:
 		op->a = rp_scale_ms(ev->a, p->speed);
 		break;
@@ -266,7 +263,8 @@ static bool make_many_room(struct rp_thread *t)
 	for (size_t i = 0; i < t->n; i++) {
 		const struct rp_op *op = &t->ops[i];
 		bool many = op->type == REC_SET_DELAY && (op->u & REC_SET_DELAY_MANY);
-		run = !many ? 0 : run && op->b ? run + 1 : 1;
+		bool same_call = run && op->t_ns == t->ops[i - 1].t_ns && op->a == t->ops[i - 1].a;
+		run = !many ? 0 : same_call ? run + 1 : 1;
 		largest = run > largest ? run : largest;
 	}
 	if (!largest)
