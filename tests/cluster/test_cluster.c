@@ -301,6 +301,32 @@ Test(cluster, attach_later_takes_groups_only_once_attached)
 	tw_engine_destroy(e2);
 }
 
+/* The name is checked at the attach: a live member of the name makes it fail -TW_EEXIST
+ * (after waiting the TTL and a second for it), and once that member left, the same replica
+ * attaches. */
+Test(cluster, an_attach_that_failed_can_be_tried_again)
+{
+	tw_engine *e1 = new_engine(), *e2 = new_engine();
+	tw_cluster *first, *second;
+	cr_assert_eq(join(e1, "x", "/t12/", 4, &first), TW_OK);
+	cr_assert_eq(join_attaching(e2, "x", "/t12/", 4, true, &second), TW_OK,
+		     "joining without attaching takes no name");
+	int64_t t0 = mono_ms();
+	cr_assert_eq(tw_cluster_attach(second), -TW_EEXIST);
+	cr_expect_geq(mono_ms() - t0, 2000, "the live member was waited for, the TTL at least");
+	tw_cluster_counters s;
+	tw_cluster_stats(second, &s);
+	cr_expect_eq(s.groups_owned, 0);
+	tw_cluster_leave(first);
+	cr_assert_eq(tw_cluster_attach(second), TW_OK, "the failed attach left it as before");
+	sleep_ms(500);
+	tw_cluster_stats(second, &s);
+	cr_expect_eq(s.groups_owned, 4, "alone, it owns every group: %" PRIu64, s.groups_owned);
+	tw_cluster_leave(second);
+	tw_engine_destroy(e1);
+	tw_engine_destroy(e2);
+}
+
 /* A replica that never attaches leaves as any other: its jobs are released, and its name
  * was never taken (a member of the same name joins at once). */
 Test(cluster, a_replica_that_never_attached_leaves_cleanly)
