@@ -212,15 +212,15 @@ static int64_t producer_due(const struct run *runs, size_t i, const struct move 
 			other = mv[k].due < other ? mv[k].due : other;
 		}
 	}
-	unsigned failures = 0;
 	for (size_t j = 0; j < i; j++) {
 		if (!runs[j].end || runs[j].rc == 0 || runs[j].end >= start)
 			continue;
-		failures++;
 		if (lost_owner(runs[j].replica, runs[j].group, runs[j].start, start))
 			continue;
-		int64_t b =
-			runs[j].end / 1000000 + (backoff << (failures < 20 ? failures - 1 : 19));
+		/* The header's rule: due backoff_ms * 2^(n - 1) after the n-th failed attempt,
+		 * n its attempt number (runs counted would differ once an attempt ran twice). */
+		unsigned n = runs[j].attempt ? runs[j].attempt : 1;
+		int64_t b = runs[j].end / 1000000 + (backoff << (n < 20 ? n - 1 : 19));
 		if (runs[j].end >= base_ns) {
 			base = b;
 			base_ns = runs[j].end;

@@ -106,9 +106,6 @@ int main(int argc, char **argv)
 	cfg.claim_ahead_ms = CHAOS_CLAIM_AHEAD_MS;
 	cfg.request_timeout_ms = 1000;
 	cfg.log = chaos_defer_library_log;
-	/* Even replicas define their jobs and handlers before they take groups; odd ones take
-	 * groups at the join, and their handlers come 300 ms after the jobs. */
-	cfg.attach_later = replica % 2 == 0;
 	tw_cluster *c;
 	int rc;
 	/* etcd may be between leaders when a replica restarts: retry for a while. */
@@ -138,15 +135,6 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: add %s: %s\n", member, name, tw_cluster_strerror(rc));
 			return 6;
 		}
-	}
-	/* As the join: etcd may be between leaders, or an earlier run's name still recorded. */
-	for (int tries = 0;
-	     cfg.attach_later && (rc = tw_cluster_attach(c)) != TW_OK && tries < 20 && !stop;
-	     tries++)
-		sleep(1);
-	if (rc != TW_OK) {
-		fprintf(stderr, "%s: attach: %s\n", member, tw_cluster_strerror(rc));
-		return 9;
 	}
 	/* The checker's windows: a restarted replica that took groups before it defined the
 	 * jobs missed their fire times until now. */
