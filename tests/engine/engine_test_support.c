@@ -271,16 +271,17 @@ int record_callback(const tw_fire *fire, void *arg)
 {
 	struct recorder *r = arg;
 	note_max(&r->max_in_flight, atomic_fetch_add(&r->in_flight, 1) + 1);
+	/* Stored before runs counts the run: a test that waits for runs reads them next. */
+	if (fire->run >= 1 && fire->run <= MAX_RECORDED) {
+		r->due[fire->run - 1] = fire->due_ns;
+		r->skipped[fire->run - 1] = fire->skipped;
+	}
 	uint64_t n = atomic_fetch_add(&r->runs, 1) + 1;
 	if (pthread_equal(pthread_self(), r->test_thread))
 		atomic_fetch_add(&r->on_test_thread, 1);
 	tw_id id = atomic_load(&r->id);
 	if ((id && fire->id != id) || fire->run == 0 || (!r->concurrent && fire->run != n))
 		atomic_fetch_add(&r->bad_fire, 1);
-	if (fire->run >= 1 && fire->run <= MAX_RECORDED) {
-		r->due[fire->run - 1] = fire->due_ns;
-		r->skipped[fire->run - 1] = fire->skipped;
-	}
 	atomic_fetch_add(&r->skipped_seen, fire->skipped);
 	sem_post(&r->started.sem);
 	if (atomic_load(&r->block) && !gate_pass(&r->gate, 30000))
