@@ -413,11 +413,13 @@ struct replacer {
 static int replace_callback(const tw_fire *fire, void *arg)
 {
 	struct replacer *c = arg;
-	uint64_t n = atomic_fetch_add(&c->runs, 1) + 1;
+	/* Stored before runs counts it, as record_callback does; one serial task. */
+	uint64_t n = atomic_load(&c->runs) + 1;
 	if (n <= 4) {
 		c->due[n - 1] = fire->due_ns;
 		c->skipped[n - 1] = fire->skipped;
 	}
+	atomic_fetch_add(&c->runs, 1);
 	if (n != 1)
 		return 0;
 	tw_engine *e = c->engine;
