@@ -168,15 +168,10 @@ static size_t issue_many(struct rp_thread *th, tw_engine *e, const struct rp_op 
 	tw_id *ids = th->many_ids;
 	int *results = th->many_results;
 	int32_t *recorded = th->many_recorded;
-	size_t k = 0, used = 0;
-	for (; k < n; k++) {
-		const struct rp_op *op = &ops[k];
-		if (op->type != REC_SET_DELAY || !(op->u & REC_SET_DELAY_MANY) ||
-		    op->t_ns != ops[0].t_ns || op->a != ops[0].a)
-			break;
-		if ((ids[used] = id_of(th, op)))
-			recorded[used++] = op->result;
-	}
+	size_t k = rp_many_call_length(ops, n), used = 0;
+	for (size_t i = 0; i < k; i++)
+		if ((ids[used] = id_of(th, &ops[i])))
+			recorded[used++] = ops[i].result;
 	if (used) {
 		int rc = tw_set_delay_many(e, ids, used, ops[0].a, results);
 		for (size_t i = 0; i < used; i++)

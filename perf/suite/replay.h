@@ -101,6 +101,11 @@ struct rp_plan {
 	_Atomic uint64_t runs, spin_ns, sleep_runs;
 };
 
+/* How many of ops[0 .. n) are the elements of one recorded tw_set_delay_many: the
+ * consecutive SET_DELAYs from a _many call with ops[0]'s time and delay; 0 if ops[0] is none.
+ * The replay issues them as one call, into room made at load by the same rule. */
+size_t rp_many_call_length(const struct rp_op *ops, size_t n);
+
 /* The plan for the file; NULL after saying why on stderr. */
 struct rp_plan *rp_load(const char *path, double speed);
 void rp_free(struct rp_plan *p);

@@ -255,17 +255,23 @@ static uint32_t map_find(const struct id_map *m, uint64_t id)
 	return RP_NONE;
 }
 
+size_t rp_many_call_length(const struct rp_op *ops, size_t n)
+{
+	size_t k = 0;
+	while (k < n && ops[k].type == REC_SET_DELAY && (ops[k].u & REC_SET_DELAY_MANY) &&
+	       ops[k].t_ns == ops[0].t_ns && ops[k].a == ops[0].a)
+		k++;
+	return k;
+}
+
 /* Room for the thread's largest tw_set_delay_many call (its elements left after
  * resolve_ops); false when out of memory. */
 static bool make_many_room(struct rp_thread *t)
 {
-	size_t largest = 0, run = 0;
-	for (size_t i = 0; i < t->n; i++) {
-		const struct rp_op *op = &t->ops[i];
-		bool many = op->type == REC_SET_DELAY && (op->u & REC_SET_DELAY_MANY);
-		bool same_call = run && op->t_ns == t->ops[i - 1].t_ns && op->a == t->ops[i - 1].a;
-		run = !many ? 0 : same_call ? run + 1 : 1;
-		largest = run > largest ? run : largest;
+	size_t largest = 0;
+	for (size_t i = 0, len; i < t->n; i += len ? len : 1) {
+		len = rp_many_call_length(&t->ops[i], t->n - i);
+		largest = len > largest ? len : largest;
 	}
 	if (!largest)
 		return true;
