@@ -211,17 +211,23 @@ struct pair {
 	tw_cluster *a, *b;
 };
 
-static struct pair two_replicas(const char *prefix)
+/* The pair, a joined with attach_later as given (then not attached yet). */
+static struct pair replicas_a_attaching(const char *prefix, bool a_attaches_later)
 {
 	record.n = 0;
 	struct pair p = { new_engine(), new_engine(), NULL, NULL };
-	cr_assert_eq(join(p.e1, "a", prefix, 4, &p.a), TW_OK);
+	cr_assert_eq(join_attaching(p.e1, "a", prefix, 4, a_attaches_later, &p.a), TW_OK);
 	cr_assert_eq(join(p.e2, "b", prefix, 4, &p.b), TW_OK);
 	for (int i = 0; i < 6; i++) {
 		cr_assert_eq(add_job(p.a, six_jobs[i], 100, 0), TW_OK);
 		cr_assert_eq(add_job(p.b, six_jobs[i], 100, 1), TW_OK);
 	}
 	return p;
+}
+
+static struct pair two_replicas(const char *prefix)
+{
+	return replicas_a_attaching(prefix, false);
 }
 
 Test(cluster, two_replicas_run_each_fire_time_once_and_share_the_groups)
@@ -256,15 +262,8 @@ Test(cluster, two_replicas_run_each_fire_time_once_and_share_the_groups)
  * still runs once, without a gap. */
 Test(cluster, attach_later_takes_groups_only_once_attached)
 {
-	record.n = 0;
-	tw_engine *e1 = new_engine(), *e2 = new_engine();
-	tw_cluster *a, *b;
-	cr_assert_eq(join_attaching(e1, "a", "/t10/", 4, true, &a), TW_OK);
-	cr_assert_eq(join(e2, "b", "/t10/", 4, &b), TW_OK);
-	for (int i = 0; i < 6; i++) {
-		cr_assert_eq(add_job(a, six_jobs[i], 100, 0), TW_OK);
-		cr_assert_eq(add_job(b, six_jobs[i], 100, 1), TW_OK);
-	}
+	struct pair p = replicas_a_attaching("/t10/", true);
+	tw_cluster *a = p.a, *b = p.b;
 	cr_assert_eq(tw_cluster_attach(b), -TW_ESTATE, "b joined as a member");
 	cr_assert_eq(tw_cluster_attach(NULL), -TW_EINVAL);
 	sleep_ms(1000);
@@ -297,8 +296,8 @@ Test(cluster, attach_later_takes_groups_only_once_attached)
 		cr_expect_eq(gaps(record.runs, record.n, six_jobs[i], 100, settled, end), 0,
 			     "%s missed fire times once a attached", six_jobs[i]);
 	pthread_mutex_unlock(&record.lock);
-	tw_engine_destroy(e1);
-	tw_engine_destroy(e2);
+	tw_engine_destroy(p.e1);
+	tw_engine_destroy(p.e2);
 }
 
 /* The name is checked at the attach: a live member of the name makes it fail -TW_EEXIST
